@@ -1,0 +1,1 @@
+"""The memory contract in Python: pure data and rules, no I/O."""

@@ -1,0 +1,293 @@
+"""Every request and answer of contract §5, and their validation."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from app.contract.errors import InvalidRequest, Unsupported
+from app.contract.items import Item, StoredItem
+from app.contract.limits import (
+    DEFAULT_LIMITS,
+    DEFAULT_SCAN_LIMIT,
+    MAX_BUCKETS,
+    MAX_FORGET_IDS,
+    MAX_GET_IDS,
+    MAX_PAGE,
+    MAX_SCAN_LIMIT,
+    MAX_STORE_MANY,
+    Limits,
+)
+from app.contract.meta import Closed, Filter, ItemKind, Meta
+from app.contract.namespaces import Reach
+from app.contract.text import check_storable, is_blank
+
+FetchMode = Literal["keyword", "vector", "hybrid"]
+FETCH_MODES: tuple[FetchMode, ...] = ("keyword", "vector", "hybrid")
+
+
+def _check_limit(limit: int, low: int, high: int, name: str = "limit") -> None:
+    if not low <= limit <= high:
+        raise InvalidRequest(f"{name} must be in {low}..{high}, got {limit}")
+
+
+def _check_query(text: str, name: str, limits: Limits) -> None:
+    if is_blank(text):
+        raise InvalidRequest(f"{name} must not be blank")
+    if len(text) > limits.max_query_chars:
+        raise InvalidRequest(f"{name} is longer than {limits.max_query_chars} characters")
+    check_storable(text, name)
+
+
+def _check_ids(ids: list[str], high: int, limits: Limits) -> None:
+    if not ids:
+        raise InvalidRequest("ids must not be empty")
+    if len(ids) > high:
+        raise InvalidRequest(f"ids holds more than {high} ids")
+    for index, item_id in enumerate(ids):
+        if is_blank(item_id):
+            raise InvalidRequest(f"ids[{index}] must not be blank")
+        if len(item_id) > limits.max_id_chars:
+            raise InvalidRequest(f"ids[{index}] is longer than {limits.max_id_chars} characters")
+    check_storable(ids, "ids")
+
+
+class StoreManyRequest(Closed):
+    items: list[Item]
+
+    def validate(self, limits: Limits = DEFAULT_LIMITS) -> list[StoredItem]:  # type: ignore[override]
+        """The whole batch is checked before anything is written; an error names its index."""
+        if not 1 <= len(self.items) <= MAX_STORE_MANY:
+            raise InvalidRequest(f"items must hold 1..{MAX_STORE_MANY} items, got {len(self.items)}")
+        checked = []
+        for index, item in enumerate(self.items):
+            try:
+                checked.append(item.validate(limits))
+            except InvalidRequest as error:
+                raise InvalidRequest(f"items[{index}]: {error.detail}") from None
+        return checked
+
+
+class FetchRequest(Closed):
+    query: str
+    mode: FetchMode
+    filter: Filter = Field(default_factory=Filter)
+    limit: int
+    cursor: str | None = None
+
+    def validate(self, limits: Limits = DEFAULT_LIMITS) -> FetchRequest:  # type: ignore[override]
+        _check_query(self.query, "query", limits)
+        _check_limit(self.limit, 1, MAX_PAGE)
+        return self.model_copy(update={"filter": self.filter.validate(limits)})
+
+
+class RecallRequest(Closed):
+    question: str
+    filter: Filter = Field(default_factory=Filter)
+    limit: int
+    instructions: str | None = None
+
+    def validate(self, limits: Limits = DEFAULT_LIMITS) -> RecallRequest:  # type: ignore[override]
+        _check_query(self.question, "question", limits)
+        _check_limit(self.limit, 1, MAX_PAGE)
+        if self.instructions is not None:
+            check_storable(self.instructions, "instructions")
+        return self.model_copy(update={"filter": self.filter.validate(limits)})
+
+
+class ListRequest(Closed):
+    filter: Filter = Field(default_factory=Filter)
+    limit: int
+    cursor: str | None = None
+
+    def validate(self, limits: Limits = DEFAULT_LIMITS) -> ListRequest:  # type: ignore[override]
+        _check_limit(self.limit, 1, MAX_PAGE)
+        return self.model_copy(update={"filter": self.filter.validate(limits)})
+
+
+class GetRequest(Closed):
+    ids: list[str]
+    reach: Reach | None = None
+
+    def validate(self, limits: Limits = DEFAULT_LIMITS) -> GetRequest:  # type: ignore[override]
+        _check_ids(self.ids, MAX_GET_IDS, limits)
+        return self.model_copy(update={"reach": self.reach.validate() if self.reach else None})
+
+
+class ForgetByIds(Closed):
+    ids: list[str]
+
+    def validate(self, limits: Limits = DEFAULT_LIMITS) -> ForgetByIds:  # type: ignore[override]
+        _check_ids(self.ids, MAX_FORGET_IDS, limits)
+        return self
+
+
+class ForgetByFilter(Closed):
+    filter: Filter
+
+    def validate(self, limits: Limits = DEFAULT_LIMITS) -> ForgetByFilter:  # type: ignore[override]
+        checked = self.filter.validate(limits)
+        if checked.is_empty():
+            raise InvalidRequest("an empty filter would forget everything: name at least one constraint")
+        return self.model_copy(update={"filter": checked})
+
+
+ForgetTarget = ForgetByIds | ForgetByFilter
+
+
+class ForgetWithinRequest(Closed):
+    ids: list[str]
+    reach: Reach
+
+    def validate(self, limits: Limits = DEFAULT_LIMITS) -> ForgetWithinRequest:  # type: ignore[override]
+        _check_ids(self.ids, MAX_FORGET_IDS, limits)
+        return self.model_copy(update={"reach": self.reach.validate()})
+
+
+Facet = Literal[
+    "kind",
+    "source",
+    "source_id",
+    "workspace",
+    "folder",
+    "file_path",
+    "language",
+    "repo",
+    "url",
+    "thread",
+    "agent",
+    "tool_call",
+    "tag",
+    "namespace",
+]
+FACETS: tuple[str, ...] = Facet.__args__  # type: ignore[attr-defined]
+
+
+class ExploreRequest(Closed):
+    facet: Facet
+    filter: Filter = Field(default_factory=Filter)
+    limit: int
+    scan_limit: int = DEFAULT_SCAN_LIMIT
+
+    def validate(self, limits: Limits = DEFAULT_LIMITS) -> ExploreRequest:  # type: ignore[override]
+        _check_limit(self.limit, 1, MAX_BUCKETS)
+        _check_limit(self.scan_limit, 1, MAX_SCAN_LIMIT, "scan_limit")
+        return self.model_copy(update={"filter": self.filter.validate(limits)})
+
+
+# Answers. Optional fields are omitted when unset (the HTTP layer drops None).
+
+
+class Answer(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class StoreReceipt(Answer):
+    id: str
+    replayed: bool
+
+
+class StoreManyResult(Answer):
+    receipts: list[StoreReceipt]
+
+
+class Hit(Answer):
+    id: str
+    kind: ItemKind
+    text: str
+    meta: Meta
+    score: float
+    confidence: float | None = None
+
+
+class FetchPage(Answer):
+    hits: list[Hit]
+    next_cursor: str | None = None
+
+
+class ListPage(Answer):
+    items: list[Hit]
+    next_cursor: str | None = None
+
+
+class GetResult(Answer):
+    hits: list[Hit]
+
+
+class Citation(Answer):
+    id: str
+    kind: ItemKind
+    snippet: str
+    meta: Meta
+    score: float | None = None
+
+
+class RecallAnswer(Answer):
+    answer: str
+    citations: list[Citation]
+    model: str | None = None
+
+
+class ForgetReport(Answer):
+    forgotten: int
+
+
+class FacetBucket(Answer):
+    value: str
+    count: int
+
+    def narrow(self, facet: str) -> Filter:
+        return narrow(facet, self.value)
+
+
+class ExplorePage(Answer):
+    facet: Facet
+    buckets: list[FacetBucket]
+    total: int
+    missing: int
+    more_buckets: int
+    truncated: bool
+
+
+def narrow(facet: str, value: str) -> Filter:
+    """Turn a bucket back into the filter that selects it (contract §6)."""
+    if facet == "kind":
+        return Filter(kinds=[value])  # type: ignore[list-item]
+    if facet == "source":
+        return Filter(sources=[value])  # type: ignore[list-item]
+    if facet == "tag":
+        return Filter(tags_any=[value])
+    if facet == "thread":
+        return Filter(thread_id=value)
+    if facet == "agent":
+        return Filter(agent_id=value)
+    if facet == "namespace":
+        return Filter(reach=Reach(at=value, inherit=False, descendants=False))
+    if facet in FACETS:
+        return Filter(**{facet: value})
+    raise InvalidRequest(f"unknown facet {facet!r}")
+
+
+class EngineDescriptor(Answer):
+    id: str
+    label: str
+    description: str
+    hosted: bool
+    needs_endpoint: bool
+    needs_key: bool
+    default_endpoint: str | None = None
+    fetch_modes: list[FetchMode]
+
+    def ensure_mode(self, mode: str) -> None:
+        if mode not in self.fetch_modes:
+            raise Unsupported(f"engine does not offer {mode} fetch")
+
+
+class Health(Answer):
+    state: Literal["ok", "degraded", "down"]
+    reason: str | None = None
+
+    @property
+    def is_serving(self) -> bool:
+        return self.state != "down"

@@ -1,0 +1,5 @@
+"""Text embedders: the protocol and its providers."""
+
+from app.embeddings.protocol import Embedder
+
+__all__ = ["Embedder"]

@@ -1,0 +1,495 @@
+"""The PostgreSQL engine: SQL first, each statement the clearest form of its rule."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import secrets
+from typing import Any
+
+from sqlalchemy import text
+from sqlalchemy.engine import RowMapping
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+
+from app.contract.errors import ConfigError
+from app.contract.items import StoredItem
+from app.contract.limits import DEFAULT_LIMITS, Limits
+from app.contract.meta import Filter, Meta
+from app.contract.namespaces import Reach
+from app.contract.requests import (
+    FETCH_MODES,
+    EngineDescriptor,
+    ExplorePage,
+    ExploreRequest,
+    FacetBucket,
+    FetchPage,
+    FetchRequest,
+    ForgetByIds,
+    ForgetReport,
+    ForgetTarget,
+    ForgetWithinRequest,
+    GetRequest,
+    Health,
+    Hit,
+    ListPage,
+    ListRequest,
+    RecallAnswer,
+    RecallRequest,
+    StoreManyRequest,
+    StoreReceipt,
+)
+from app.embeddings.protocol import Embedder
+from app.engine import answers
+from app.engine.cursors import CursorCodec, scope_of
+from app.engine.keywords import KeywordQuery
+from app.engine.postgres.errors import classify, database_errors
+from app.engine.postgres.filters import filter_predicate
+from app.engine.postgres.schema import async_url
+
+RRF_K = 60
+HIT_COLUMNS = "i.id, i.kind, i.text, i.meta, i.confidence"
+
+# The value a facet counts under, per item (contract §6); NULL means missing.
+FACET_VALUE = {
+    "kind": "i.kind",
+    "source": "i.source_kind",
+    "source_id": "i.meta->'source'->>'id'",
+    "workspace": "i.meta->>'workspace'",
+    "folder": "i.meta->>'folder'",
+    "file_path": "i.meta->>'file_path'",
+    "language": "i.meta->>'language'",
+    "repo": "i.meta->>'repo'",
+    "url": "i.meta->>'url'",
+    "thread": "i.meta->>'thread_id'",
+    "agent": "i.meta->>'agent_id'",
+    "tool_call": "i.meta->'tool_call'->>'name'",
+    "namespace": "CASE WHEN i.namespace = '' THEN 'root' ELSE i.namespace END",
+}
+
+
+def vector_literal(vector: list[float]) -> str:
+    return "[" + ",".join(f"{x:.7g}" for x in vector) + "]"
+
+
+def _hit(row: RowMapping, score: float) -> Hit:
+    return Hit(
+        id=row["id"],
+        kind=row["kind"],
+        text=row["text"],
+        meta=Meta.model_validate(row["meta"]),
+        score=score,
+        confidence=row["confidence"],
+    )
+
+
+class PostgresEngine:
+    """Items in ``engram_items``, vectors per model in ``engram_embeddings``."""
+
+    def __init__(
+        self,
+        engine: AsyncEngine,
+        embedder: Embedder,
+        *,
+        limits: Limits = DEFAULT_LIMITS,
+        text_search_config: str = "english",
+        cursor_secret: bytes,
+    ) -> None:
+        self._db = engine
+        self._embedder = embedder
+        self._limits = limits
+        self._ts_config = text_search_config
+        self._cursors = CursorCodec(cursor_secret)
+        self._descriptor = EngineDescriptor(
+            id="postgres",
+            label="PostgreSQL + pgvector",
+            description="Keyword search by tsvector, vector search by pgvector HNSW, hybrid by reciprocal rank fusion.",
+            hosted=False,
+            needs_endpoint=False,
+            needs_key=False,
+            fetch_modes=list(FETCH_MODES),
+        )
+
+    @classmethod
+    async def connect(
+        cls,
+        url: str,
+        embedder: Embedder,
+        *,
+        limits: Limits = DEFAULT_LIMITS,
+        pool_size: int = 10,
+        pool_overflow: int = 10,
+        connect_timeout_s: float = 5.0,
+        statement_timeout_ms: int = 15_000,
+        ef_search: int = 100,
+    ) -> PostgresEngine:
+        """Open the pool and read the settings the schema was made with."""
+        engine = create_async_engine(
+            async_url(url),
+            pool_size=pool_size,
+            max_overflow=pool_overflow,
+            pool_timeout=connect_timeout_s,
+            pool_pre_ping=True,  # a connection that died with the server is replaced, not reused
+            connect_args={
+                "timeout": connect_timeout_s,
+                "command_timeout": statement_timeout_ms / 1000 + connect_timeout_s,
+                "server_settings": {
+                    "statement_timeout": str(statement_timeout_ms),
+                    "jit": "off",  # JIT compiles cost more than these short queries take
+                    "hnsw.ef_search": str(ef_search),
+                    # A filtered vector search keeps scanning the index until it has enough rows.
+                    "hnsw.iterative_scan": "relaxed_order",
+                },
+            },
+        )
+        try:
+            with database_errors():
+                settings = await cls._read_settings(engine, embedder)
+        except BaseException:
+            await engine.dispose()
+            raise
+        return cls(
+            engine,
+            embedder,
+            limits=limits,
+            text_search_config=settings["text_search_config"],
+            cursor_secret=bytes.fromhex(settings["cursor_secret"]),
+        )
+
+    @staticmethod
+    async def _read_settings(engine: AsyncEngine, embedder: Embedder) -> dict[str, str]:
+        async with engine.begin() as connection:
+            # The first start claims the database for this embedder and makes the cursor secret.
+            await connection.execute(
+                text(
+                    "INSERT INTO engram_settings (key, value) VALUES ('embedder', :model), ('cursor_secret', :secret) "
+                    "ON CONFLICT (key) DO NOTHING"
+                ),
+                {"model": embedder.name, "secret": secrets.token_hex(32)},
+            )
+            rows = await connection.execute(text("SELECT key, value FROM engram_settings"))
+            settings = {row.key: row.value for row in rows}
+        if settings["embedder"] != embedder.name:
+            raise ConfigError(
+                f"the database holds vectors of {settings['embedder']} but the configured embedder is "
+                f"{embedder.name}: run `engram reembed` to switch"
+            )
+        if int(settings["embedding_dim"]) != embedder.dimension:
+            raise ConfigError(
+                f"the database was made for {settings['embedding_dim']}-dimensional vectors but the embedder "
+                f"gives {embedder.dimension}: run `engram reembed` to switch"
+            )
+        return settings
+
+    @property
+    def descriptor(self) -> EngineDescriptor:
+        return self._descriptor
+
+    async def close(self) -> None:
+        await self._db.dispose()
+
+    async def health(self) -> Health:
+        try:
+            async with asyncio.timeout(3):
+                async with self._db.connect() as connection:
+                    await connection.execute(text("SELECT 1"))
+        except Exception as error:  # noqa: BLE001 - health never raises
+            return Health(state="down", reason=classify(error).message)
+        return Health(state="ok")
+
+    # Writes.
+
+    async def store(self, item: StoredItem) -> StoreReceipt:
+        return (await self.store_many([item]))[0]
+
+    async def store_many(self, items: list[StoredItem]) -> list[StoreReceipt]:
+        checked = StoreManyRequest.model_construct(items=items).validate(self._limits)
+        ids = [item.fingerprint() for item in checked]
+        unique = dict(zip(ids, checked, strict=True))  # first copy of each repeat
+        with database_errors():
+            async with self._db.connect() as connection:
+                held = set(
+                    (await connection.execute(text("SELECT id FROM engram_items WHERE id = ANY(:ids)"), {"ids": list(unique)}))
+                    .scalars()
+                    .all()
+                )
+            fresh = {i: item for i, item in unique.items() if i not in held}
+            vectors = dict(zip(fresh, await self._embedder.embed([it.render_text() for it in fresh.values()]), strict=True))
+            async with self._db.begin() as connection:
+                inserted = await self._insert(connection, fresh)
+                # Forgotten between the check and the insert: embed it now, inside the transaction.
+                late = [i for i in inserted if i not in vectors]
+                if late:
+                    vectors.update(zip(late, await self._embedder.embed([unique[i].render_text() for i in late]), strict=True))
+                await self._insert_vectors(connection, {i: vectors[i] for i in inserted})
+        seen: set[str] = set()
+        receipts = []
+        for item_id in ids:
+            receipts.append(StoreReceipt(id=item_id, replayed=item_id not in inserted or item_id in seen))
+            seen.add(item_id)
+        return receipts
+
+    async def _insert(self, connection: AsyncConnection, items: dict[str, StoredItem]) -> set[str]:
+        if not items:
+            return set()
+        rows: dict[str, list[Any]] = {k: [] for k in ("ids", "kinds", "nss", "texts", "metas", "items", "conf", "obs", "srcs")}
+        for item_id, item in items.items():
+            meta = item.meta.model_dump(mode="json", exclude_none=True)
+            rows["ids"].append(item_id)
+            rows["kinds"].append(item.type)
+            rows["nss"].append(item.meta.namespace or "")
+            rows["texts"].append(item.render_text())
+            rows["metas"].append(json.dumps(meta))
+            rows["items"].append(item.model_dump_json(exclude_none=True))
+            rows["conf"].append(getattr(item, "confidence", None))
+            rows["obs"].append(meta.get("observed_at"))
+            rows["srcs"].append(meta["source"]["kind"])
+        result = await connection.execute(
+            text(
+                """
+                INSERT INTO engram_items (id, kind, namespace, text, meta, item, confidence, observed_at, tags, source_kind)
+                SELECT t.id, t.kind, t.ns, t.text, t.meta::jsonb, t.item::jsonb, t.conf, t.obs::timestamptz,
+                       ARRAY(SELECT jsonb_array_elements_text(coalesce(t.meta::jsonb->'tags', '[]'))), t.src
+                FROM unnest(CAST(:ids AS text[]), CAST(:kinds AS text[]), CAST(:nss AS text[]), CAST(:texts AS text[]),
+                            CAST(:metas AS text[]), CAST(:items AS text[]), CAST(:conf AS float8[]),
+                            CAST(:obs AS text[]), CAST(:srcs AS text[]))
+                     WITH ORDINALITY AS t(id, kind, ns, text, meta, item, conf, obs, src, ord)
+                ORDER BY t.ord
+                ON CONFLICT (id) DO NOTHING
+                RETURNING id
+                """
+            ),
+            rows,
+        )
+        return set(result.scalars().all())
+
+    async def _insert_vectors(self, connection: AsyncConnection, vectors: dict[str, list[float]]) -> None:
+        if not vectors:
+            return
+        await connection.execute(
+            text(
+                "INSERT INTO engram_embeddings (item_id, model, embedding) "
+                "SELECT t.id, :model, t.v::vector FROM unnest(CAST(:ids AS text[]), CAST(:vs AS text[])) AS t(id, v)"
+            ),
+            {"model": self._embedder.name, "ids": list(vectors), "vs": [vector_literal(v) for v in vectors.values()]},
+        )
+
+    async def forget(self, target: ForgetTarget) -> ForgetReport:
+        target = target.validate(self._limits)
+        if isinstance(target, ForgetByIds):
+            where, params = "i.id = ANY(:ids)", {"ids": list(dict.fromkeys(target.ids))}
+        else:
+            pred = filter_predicate(target.filter)
+            where, params = pred.sql(), pred.params
+        return await self._delete(where, params)
+
+    async def forget_within(self, ids: list[str], reach: Reach) -> ForgetReport:
+        request = ForgetWithinRequest(ids=ids, reach=reach).validate(self._limits)
+        pred = filter_predicate(Filter(reach=request.reach))
+        return await self._delete(f"i.id = ANY(:ids) AND {pred.sql()}", {"ids": list(dict.fromkeys(request.ids)), **pred.params})
+
+    async def _delete(self, where: str, params: dict[str, Any]) -> ForgetReport:
+        with database_errors():
+            async with self._db.begin() as connection:
+                count = await connection.scalar(
+                    text(f"WITH gone AS (DELETE FROM engram_items AS i WHERE {where} RETURNING 1) SELECT count(*) FROM gone"),
+                    params,
+                )
+        return ForgetReport(forgotten=int(count or 0))
+
+    # Reads.
+
+    async def fetch(self, request: FetchRequest) -> FetchPage:
+        self.descriptor.ensure_mode(request.mode)
+        request = request.validate(self._limits)
+        scope = scope_of(request.query, request.mode, request.filter)
+        offset = self._cursors.read(request.cursor, scope) if request.cursor else 0
+        if not isinstance(offset, int) or offset < 0:
+            offset = 0
+        # One row more than the page says whether there is a next page.
+        hits = await self._rank(request.query, request.mode, request.filter, offset, request.limit + 1)
+        more = len(hits) > request.limit
+        return FetchPage(
+            hits=hits[: request.limit],
+            next_cursor=self._cursors.issue(scope, offset + request.limit) if more else None,
+        )
+
+    async def _rank(self, query: str, mode: str, request_filter: Filter, offset: int, count: int) -> list[Hit]:
+        keywords = KeywordQuery.parse(query)
+        if mode == "keyword":
+            return [] if keywords.is_empty else await self._keyword(keywords, request_filter, offset, count)
+        (vector,) = await self._embedder.embed([query])
+        if mode == "vector":
+            return await self._vector(vector, request_filter, offset, count)
+        return await self._hybrid(keywords, vector, request_filter, offset, count)
+
+    async def _rows(self, sql: str, params: dict[str, Any]) -> list[RowMapping]:
+        with database_errors():
+            async with self._db.connect() as connection:
+                return list((await connection.execute(text(sql), params)).mappings().all())
+
+    async def _keyword(self, keywords: KeywordQuery, request_filter: Filter, offset: int, count: int) -> list[Hit]:
+        pred = filter_predicate(request_filter)
+        rows = await self._rows(
+            f"""
+            SELECT {HIT_COLUMNS}, ts_rank_cd(i.tsv, q) AS score
+            FROM engram_items i, to_tsquery(CAST(:cfg AS regconfig), :tsq) AS q
+            WHERE i.tsv @@ q AND {pred.sql()}
+            ORDER BY score DESC, i.seq
+            LIMIT :count OFFSET :offset
+            """,
+            {"cfg": self._ts_config, "tsq": keywords.to_tsquery(), "count": count, "offset": offset, **pred.params},
+        )
+        return [_hit(row, float(row["score"])) for row in rows]
+
+    def _nearest_sql(self, where: str, *, exact: bool) -> str:
+        """The ``depth`` nearest admitted items; ``exact`` defeats the index (a full, filtered scan)."""
+        distance = "(e.embedding <=> CAST(:vec AS vector))"
+        order = f"{distance} + 0" if exact else distance
+        return f"""
+            SELECT e.item_id AS id, {distance} AS distance, i.seq
+            FROM engram_embeddings e JOIN engram_items i ON i.id = e.item_id
+            WHERE e.model = :model AND {where}
+            ORDER BY {order}
+            LIMIT :depth
+        """
+
+    async def _vector(self, vector: list[float], request_filter: Filter, offset: int, count: int) -> list[Hit]:
+        pred = filter_predicate(request_filter)
+        params = {"vec": vector_literal(vector), "model": self._embedder.name, "depth": offset + count, **pred.params}
+        for exact in (False, True):
+            rows = await self._rows(
+                f"""
+                WITH nearest AS MATERIALIZED ({self._nearest_sql(pred.sql(), exact=exact)})
+                SELECT {HIT_COLUMNS}, 1 - n.distance AS score
+                FROM nearest n JOIN engram_items i ON i.id = n.id
+                ORDER BY n.distance, n.seq
+                OFFSET :offset
+                """,
+                {**params, "offset": offset},
+            )
+            # A short answer may be the index giving up on a selective filter
+            # (hnsw.max_scan_tuples): the exact scan then says what really matches.
+            if len(rows) == count or exact:
+                return [_hit(row, float(row["score"])) for row in rows]
+        raise AssertionError("unreachable")
+
+    async def _hybrid(
+        self, keywords: KeywordQuery, vector: list[float], request_filter: Filter, offset: int, count: int
+    ) -> list[Hit]:
+        pred = filter_predicate(request_filter)
+        depth = offset + count
+        tsq = keywords.to_tsquery() if not keywords.is_empty else ""
+        params = {
+            "cfg": self._ts_config,
+            "tsq": tsq,
+            "vec": vector_literal(vector),
+            "model": self._embedder.name,
+            "depth": depth,
+            "count": count,
+            "offset": offset,
+            "k": RRF_K,
+            **pred.params,
+        }
+        for exact in (False, True):
+            rows = await self._rows(
+                f"""
+                WITH kw AS (
+                    SELECT i.id, row_number() OVER (ORDER BY ts_rank_cd(i.tsv, q) DESC, i.seq) AS rank
+                    FROM engram_items i, to_tsquery(CAST(:cfg AS regconfig), :tsq) AS q
+                    WHERE :tsq <> '' AND i.tsv @@ q AND {pred.sql()}
+                    ORDER BY rank
+                    LIMIT :depth
+                ),
+                nearest AS MATERIALIZED ({self._nearest_sql(pred.sql(), exact=exact)}),
+                vec AS (SELECT id, row_number() OVER (ORDER BY distance, seq) AS rank FROM nearest),
+                fused AS (
+                    SELECT id, sum(1.0 / (:k + rank)) AS score
+                    FROM (SELECT id, rank FROM kw UNION ALL SELECT id, rank FROM vec) AS ranks
+                    GROUP BY id
+                )
+                SELECT {HIT_COLUMNS}, f.score, (SELECT count(*) FROM vec) AS vector_depth
+                FROM fused f JOIN engram_items i ON i.id = f.id
+                ORDER BY f.score DESC, i.seq
+                LIMIT :count OFFSET :offset
+                """,
+                params,
+            )
+            if exact or not rows or rows[0]["vector_depth"] == depth:
+                return [_hit(row, float(row["score"])) for row in rows]
+        raise AssertionError("unreachable")
+
+    async def recall(self, request: RecallRequest) -> RecallAnswer:
+        request = request.validate(self._limits)
+        hits = await self._rank(request.question, "hybrid", request.filter, 0, request.limit)
+        return answers.compose(request.question, hits)
+
+    async def list(self, request: ListRequest) -> ListPage:
+        request = request.validate(self._limits)
+        scope = scope_of("list", request.filter)
+        after = self._cursors.read(request.cursor, scope) if request.cursor else 0
+        pred = filter_predicate(request.filter)
+        rows = await self._rows(
+            f"""
+            SELECT {HIT_COLUMNS}, i.seq FROM engram_items i
+            WHERE i.seq > :after AND {pred.sql()}
+            ORDER BY i.seq
+            LIMIT :count
+            """,
+            {"after": int(after), "count": request.limit + 1, **pred.params},
+        )
+        page = rows[: request.limit]
+        more = len(rows) > request.limit
+        return ListPage(
+            items=[_hit(row, 0.0) for row in page],
+            next_cursor=self._cursors.issue(scope, page[-1]["seq"]) if more else None,
+        )
+
+    async def get(self, request: GetRequest) -> list[Hit]:
+        request = request.validate(self._limits)
+        pred = filter_predicate(Filter(reach=request.reach)) if request.reach else filter_predicate(Filter())
+        ids = list(dict.fromkeys(request.ids))
+        rows = await self._rows(
+            f"SELECT {HIT_COLUMNS} FROM engram_items i WHERE i.id = ANY(:ids) AND {pred.sql()}",
+            {"ids": ids, **pred.params},
+        )
+        found = {row["id"]: row for row in rows}
+        return [_hit(found[i], 0.0) for i in ids if i in found]
+
+    async def explore(self, request: ExploreRequest) -> ExplorePage:
+        request = request.validate(self._limits)
+        pred = filter_predicate(request.filter)
+        if request.facet == "tag":
+            admitted_cols, missing = "i.id, i.tags", "cardinality(a.tags) = 0"
+            source = "admitted s, LATERAL (SELECT DISTINCT unnest(s.tags) AS value) v"
+        else:
+            admitted_cols = f"i.id, {FACET_VALUE[request.facet]} AS value"
+            missing = "a.value IS NULL"
+            source = "admitted v"
+        row = (
+            await self._rows(
+                f"""
+                WITH admitted AS MATERIALIZED (SELECT {admitted_cols} FROM engram_items i WHERE {pred.sql()}),
+                counts AS (
+                    SELECT v.value, count(*) AS n FROM {source} WHERE v.value IS NOT NULL GROUP BY v.value
+                )
+                SELECT
+                    (SELECT count(*) FROM admitted) AS total,
+                    (SELECT count(*) FROM admitted a WHERE {missing}) AS missing,
+                    (SELECT count(*) FROM counts) AS distinct_values,
+                    (SELECT coalesce(json_agg(json_build_object('value', t.value, 'count', t.n)
+                                                ORDER BY t.n DESC, t.value COLLATE "C"), '[]')
+                     FROM (SELECT value, n FROM counts ORDER BY n DESC, value COLLATE "C" LIMIT :limit) t) AS buckets
+                """,
+                {"limit": request.limit, **pred.params},
+            )
+        )[0]
+        buckets = row["buckets"] if isinstance(row["buckets"], list) else json.loads(row["buckets"])
+        return ExplorePage(
+            facet=request.facet,
+            buckets=[FacetBucket(value=b["value"], count=b["count"]) for b in buckets],
+            total=row["total"],
+            missing=row["missing"],
+            more_buckets=max(0, row["distinct_values"] - request.limit),
+            truncated=False,
+        )
+

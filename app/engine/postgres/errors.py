@@ -1,0 +1,64 @@
+"""Database failures as contract errors: transient ones retryable, the rest sanitised."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Iterator
+
+import asyncpg
+from sqlalchemy import exc as sa_exc
+
+from app.contract.errors import EngineFailure, EngramError, Unavailable, sanitise
+
+logger = logging.getLogger("engram.engine")
+
+_TRANSIENT = (
+    OSError,  # refused, reset, unreachable
+    TimeoutError,
+    asyncio.TimeoutError,
+    asyncpg.PostgresConnectionError,
+    asyncpg.ConnectionDoesNotExistError,
+    asyncpg.CannotConnectNowError,
+    asyncpg.TooManyConnectionsError,
+    asyncpg.QueryCanceledError,  # statement_timeout
+    asyncpg.AdminShutdownError,
+    asyncpg.CrashShutdownError,
+    asyncpg.InterfaceError,
+    sa_exc.TimeoutError,  # the pool had no connection in time
+)
+
+
+def _causes(error: BaseException) -> Iterator[BaseException]:
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        yield current
+        current = current.__cause__ or current.__context__
+
+
+def classify(error: BaseException) -> EngramError:
+    """The contract error a database failure becomes; its message never holds SQL or a DSN."""
+    if isinstance(error, EngramError):
+        return error
+    chain = list(_causes(error))
+    if any(isinstance(e, sa_exc.DBAPIError) and e.connection_invalidated for e in chain) or any(
+        isinstance(e, _TRANSIENT) for e in chain
+    ):
+        return Unavailable("the database cannot be reached or timed out, retry shortly")
+    # Log the driver's own message (never SQLAlchemy's, which quotes the SQL).
+    root = chain[-1]
+    logger.error("engine failure: %s: %s", type(root).__name__, sanitise(str(root)))
+    return EngineFailure("the database failed to complete the operation")
+
+
+@contextlib.contextmanager
+def database_errors() -> Iterator[None]:
+    try:
+        yield
+    except EngramError:
+        raise
+    except Exception as error:  # noqa: BLE001 - every failure must become a contract error
+        raise classify(error) from None

@@ -1,0 +1,85 @@
+"""A contract filter as a SQL predicate over ``engram_items AS i``.
+
+Every field is translated here so that filtering happens inside the query,
+before any LIMIT; nothing is filtered in Python afterwards.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from app.contract.meta import Filter
+from app.contract.namespaces import Namespace, Reach
+
+
+def escape_like(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+class Predicate:
+    """Collects SQL clauses and their bound parameters under unique names."""
+
+    def __init__(self, prefix: str = "f") -> None:
+        self.clauses: list[str] = []
+        self.params: dict[str, Any] = {}
+        self._prefix = prefix
+
+    def bind(self, value: Any) -> str:
+        name = f"{self._prefix}{len(self.params)}"
+        self.params[name] = value
+        return f":{name}"
+
+    def sql(self) -> str:
+        return " AND ".join(self.clauses) if self.clauses else "TRUE"
+
+    def add_reach(self, reach: Reach) -> None:
+        at = Namespace.parse(reach.at)
+        admits = [f"i.namespace = {self.bind(at.path)}"]
+        if reach.inherit and not at.is_root:
+            ancestors = [a.path for a in at.ancestors()]
+            admits.append(f"i.namespace = ANY(CAST({self.bind(ancestors)} AS text[]))")
+        if reach.descendants:
+            if at.is_root:
+                admits.append("i.namespace <> ''")
+            else:
+                admits.append(f"i.namespace LIKE {self.bind(escape_like(at.path) + '/%')}")
+        self.clauses.append("(" + " OR ".join(admits) + ")")
+
+    def add_path_prefix(self, field: str, prefix: str) -> None:
+        prefix = prefix.rstrip("/")
+        column = f"(i.meta->>'{field}')"
+        self.clauses.append(
+            f"({column} = {self.bind(prefix)} OR {column} LIKE {self.bind(escape_like(prefix) + '/%')})"
+        )
+
+
+def filter_predicate(request_filter: Filter, prefix: str = "f") -> Predicate:
+    pred = Predicate(prefix)
+    if request_filter.reach is not None:
+        pred.add_reach(request_filter.reach)
+    # Exact fields become one jsonb containment test, served by the GIN index on meta.
+    contained: dict[str, Any] = dict(request_filter.exact_fields())
+    if request_filter.source_id is not None:
+        contained["source"] = {"id": request_filter.source_id}
+    if request_filter.turns is not None:
+        contained["turns"] = request_filter.turns.model_dump()
+    if request_filter.tool_call is not None:
+        contained["tool_call"] = {"name": request_filter.tool_call}
+    if contained:
+        pred.clauses.append(f"i.meta @> CAST({pred.bind(json.dumps(contained))} AS jsonb)")
+    if request_filter.folder is not None:
+        pred.add_path_prefix("folder", request_filter.folder)
+    if request_filter.file_path is not None:
+        pred.add_path_prefix("file_path", request_filter.file_path)
+    if request_filter.kinds:
+        pred.clauses.append(f"i.kind = ANY(CAST({pred.bind(list(request_filter.kinds))} AS text[]))")
+    if request_filter.sources:
+        pred.clauses.append(f"i.source_kind = ANY(CAST({pred.bind(list(request_filter.sources))} AS text[]))")
+    if request_filter.tags_any:
+        pred.clauses.append(f"i.tags && CAST({pred.bind(list(request_filter.tags_any))} AS text[])")
+    if request_filter.observed_after is not None:
+        pred.clauses.append(f"i.observed_at >= {pred.bind(request_filter.observed_after)}")
+    if request_filter.observed_before is not None:
+        pred.clauses.append(f"i.observed_at < {pred.bind(request_filter.observed_before)}")
+    return pred

@@ -1,0 +1,65 @@
+"""The schema's lifecycle: run migrations, and refuse a database that is behind."""
+
+from __future__ import annotations
+
+from importlib import resources
+
+from alembic import command
+from alembic.config import Config
+from alembic.script import ScriptDirectory
+from sqlalchemy import text
+from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from app.contract.errors import ConfigError
+
+
+def async_url(url: str) -> str:
+    """Any PostgreSQL URL, made to use the asyncpg driver."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "postgresql":
+        raise ConfigError("database url must be a postgresql:// url")
+    return parsed.set(drivername="postgresql+asyncpg").render_as_string(hide_password=False)
+
+
+def redacted(url: str) -> str:
+    """The URL without its password, for start-up messages."""
+    return make_url(url).render_as_string(hide_password=True)
+
+
+def alembic_config(url: str, *, embedding_dim: int, text_search_config: str) -> Config:
+    config = Config()
+    config.set_main_option("script_location", str(resources.files("migrations")))
+    config.attributes.update(
+        url=async_url(url), embedding_dim=embedding_dim, text_search_config=text_search_config
+    )
+    return config
+
+
+def upgrade(url: str, *, embedding_dim: int, text_search_config: str, revision: str = "head") -> None:
+    """Bring the schema to ``revision``; running it twice changes nothing. Blocking: call from a thread."""
+    command.upgrade(alembic_config(url, embedding_dim=embedding_dim, text_search_config=text_search_config), revision)
+
+
+def downgrade(url: str, *, revision: str = "base") -> None:
+    command.downgrade(alembic_config(url, embedding_dim=0, text_search_config="english"), revision)
+
+
+def head_revision() -> str:
+    config = Config()
+    config.set_main_option("script_location", str(resources.files("migrations")))
+    head = ScriptDirectory.from_config(config).get_current_head()
+    assert head is not None
+    return head
+
+
+async def ensure_current(engine: AsyncEngine) -> None:
+    """Refuse to serve a database whose schema is not at head (clear message, not a missing column later)."""
+    async with engine.connect() as connection:
+        exists = await connection.scalar(text("SELECT to_regclass('alembic_version') IS NOT NULL"))
+        current = await connection.scalar(text("SELECT version_num FROM alembic_version")) if exists else None
+    head = head_revision()
+    if current != head:
+        raise ConfigError(
+            f"database schema is at {current or 'nothing'} but this version needs {head}: run `engram migrate`"
+        )

@@ -1,0 +1,58 @@
+"""The MemoryEngine protocol: what every engine offers (seed 000, contract §5)."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from app.contract.items import StoredItem
+from app.contract.namespaces import Reach
+from app.contract.requests import (
+    EngineDescriptor,
+    ExplorePage,
+    ExploreRequest,
+    FetchPage,
+    FetchRequest,
+    ForgetReport,
+    ForgetTarget,
+    GetRequest,
+    Health,
+    Hit,
+    ListPage,
+    ListRequest,
+    RecallAnswer,
+    RecallRequest,
+    StoreReceipt,
+)
+
+
+class MemoryEngine(Protocol):
+    """Every method validates its request first, so every engine refuses the same call the same way."""
+
+    @property
+    def descriptor(self) -> EngineDescriptor: ...
+
+    async def health(self) -> Health:
+        """Whether the engine can serve now; never raises."""
+        ...
+
+    async def store(self, item: StoredItem) -> StoreReceipt: ...
+
+    async def store_many(self, items: list[StoredItem]) -> list[StoreReceipt]:
+        """All or nothing; receipts in item order; a repeat in the batch replays its first copy."""
+        ...
+
+    async def fetch(self, request: FetchRequest) -> FetchPage: ...
+
+    async def recall(self, request: RecallRequest) -> RecallAnswer: ...
+
+    async def list(self, request: ListRequest) -> ListPage: ...
+
+    async def get(self, request: GetRequest) -> list[Hit]: ...
+
+    async def forget(self, target: ForgetTarget) -> ForgetReport: ...
+
+    async def forget_within(self, ids: list[str], reach: Reach) -> ForgetReport: ...
+
+    async def explore(self, request: ExploreRequest) -> ExplorePage: ...
+
+    async def close(self) -> None: ...

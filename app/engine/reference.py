@@ -1,0 +1,244 @@
+"""An in-memory engine, correct by inspection, that serves every fetch mode.
+
+It calibrates the tests: the same suite runs against it and against
+PostgreSQL, so the two must agree. Its keyword matching is a plain word
+match after dropping common words and a crude stemming, which agrees with
+PostgreSQL's english configuration on the words the tests use.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import secrets
+from collections import Counter
+from dataclasses import dataclass
+
+from app.contract.explore import explore_page, facet_values
+from app.contract.items import Learning, StoredItem
+from app.contract.limits import DEFAULT_LIMITS, Limits
+from app.contract.meta import Filter
+from app.contract.namespaces import Reach
+from app.contract.requests import (
+    FETCH_MODES,
+    EngineDescriptor,
+    ExplorePage,
+    ExploreRequest,
+    FetchPage,
+    FetchRequest,
+    ForgetByIds,
+    ForgetReport,
+    ForgetTarget,
+    ForgetWithinRequest,
+    GetRequest,
+    Health,
+    Hit,
+    ListPage,
+    ListRequest,
+    RecallAnswer,
+    RecallRequest,
+    StoreManyRequest,
+    StoreReceipt,
+)
+from app.embeddings.protocol import Embedder
+from app.engine import answers
+from app.engine.cursors import CursorCodec, scope_of
+from app.engine.keywords import KeywordQuery
+
+RRF_K = 60
+
+
+@dataclass
+class _Record:
+    seq: int
+    item: StoredItem
+    text: str
+    vector: list[float]
+
+    def hit(self, item_id: str, score: float) -> Hit:
+        return Hit(
+            id=item_id,
+            kind=self.item.type,
+            text=self.text,
+            meta=self.item.meta,
+            score=score,
+            confidence=self.item.confidence if isinstance(self.item, Learning) else None,
+        )
+
+
+def _words(text: str) -> list[str]:
+    return [answers._stem(w) for w in answers._WORD.findall(text.lower())]
+
+
+def _keyword_score(query: KeywordQuery, text: str) -> float:
+    """How many of the query's terms and phrases the text holds, counting repeats."""
+    words = _words(text)
+    counts = Counter(words)
+    score = 0.0
+    for term in query.terms:
+        stem = answers._stem(term)
+        if term not in answers._COMMON:
+            score += counts.get(stem, 0)
+    for phrase in query.phrases:
+        wanted = [answers._stem(w) for w in phrase if w not in answers._COMMON]
+        if wanted and any(words[i : i + len(wanted)] == wanted for i in range(len(words))):
+            score += 1
+    return score
+
+
+def _cosine(a: list[float], b: list[float]) -> float:
+    return sum(x * y for x, y in zip(a, b, strict=True)) / (math.hypot(*a) * math.hypot(*b) or 1.0)
+
+
+class ReferenceEngine:
+    def __init__(self, embedder: Embedder, limits: Limits = DEFAULT_LIMITS) -> None:
+        self._embedder = embedder
+        self._limits = limits
+        self._records: dict[str, _Record] = {}
+        self._seq = 0
+        self._lock = asyncio.Lock()
+        self._cursors = CursorCodec(secrets.token_bytes(32))
+        self._descriptor = EngineDescriptor(
+            id="reference",
+            label="Reference (in memory)",
+            description="An in-memory engine that is correct by inspection; it calibrates the tests.",
+            hosted=False,
+            needs_endpoint=False,
+            needs_key=False,
+            fetch_modes=list(FETCH_MODES),
+        )
+
+    @property
+    def descriptor(self) -> EngineDescriptor:
+        return self._descriptor
+
+    async def health(self) -> Health:
+        return Health(state="ok")
+
+    async def close(self) -> None:
+        return None
+
+    async def store(self, item: StoredItem) -> StoreReceipt:
+        return (await self.store_many([item]))[0]
+
+    async def store_many(self, items: list[StoredItem]) -> list[StoreReceipt]:
+        checked = StoreManyRequest.model_construct(items=items).validate(self._limits)
+        vectors = await self._embedder.embed([item.render_text() for item in checked])
+        async with self._lock:
+            receipts = []
+            for item, vector in zip(checked, vectors, strict=True):
+                item_id = item.fingerprint()
+                replayed = item_id in self._records
+                if not replayed:
+                    self._seq += 1
+                    self._records[item_id] = _Record(self._seq, item, item.render_text(), vector)
+                receipts.append(StoreReceipt(id=item_id, replayed=replayed))
+            return receipts
+
+    def _admitted(self, request_filter: Filter) -> list[tuple[str, _Record]]:
+        rows = [(i, r) for i, r in self._records.items() if request_filter.matches(r.item.type, r.item.meta)]
+        return sorted(rows, key=lambda row: row[1].seq)
+
+    async def fetch(self, request: FetchRequest) -> FetchPage:
+        self.descriptor.ensure_mode(request.mode)
+        request = request.validate(self._limits)
+        scope = scope_of(request.query, request.mode, request.filter)
+        offset = self._cursors.read(request.cursor, scope) if request.cursor else 0
+        ranked = await self._rank(request.query, request.mode, request.filter)
+        page = ranked[offset : offset + request.limit]
+        more = offset + request.limit < len(ranked)
+        return FetchPage(
+            hits=[record.hit(item_id, score) for item_id, record, score in page],
+            next_cursor=self._cursors.issue(scope, offset + request.limit) if more else None,
+        )
+
+    async def _rank(self, query: str, mode: str, request_filter: Filter) -> list[tuple[str, _Record, float]]:
+        admitted = self._admitted(request_filter)
+        keyword: list[tuple[str, _Record, float]] = []
+        vector: list[tuple[str, _Record, float]] = []
+        if mode in ("keyword", "hybrid"):
+            parsed = KeywordQuery.parse(query)
+            scored = [(i, r, _keyword_score(parsed, r.text)) for i, r in admitted]
+            keyword = sorted([s for s in scored if s[2] > 0], key=lambda s: (-s[2], s[1].seq))
+        if mode in ("vector", "hybrid"):
+            (qv,) = await self._embedder.embed([query])
+            scored = [(i, r, _cosine(qv, r.vector)) for i, r in admitted]
+            vector = sorted(scored, key=lambda s: (-s[2], s[1].seq))
+        if mode == "keyword":
+            return keyword
+        if mode == "vector":
+            return vector
+        fused: dict[str, float] = {}
+        records: dict[str, _Record] = {}
+        for ranking in (keyword, vector):
+            for rank, (item_id, record, _) in enumerate(ranking, start=1):
+                fused[item_id] = fused.get(item_id, 0.0) + 1.0 / (RRF_K + rank)
+                records[item_id] = record
+        return sorted(((i, records[i], s) for i, s in fused.items()), key=lambda s: (-s[2], s[1].seq))
+
+    async def recall(self, request: RecallRequest) -> RecallAnswer:
+        request = request.validate(self._limits)
+        ranked = await self._rank(request.question, "hybrid", request.filter)
+        hits = [record.hit(item_id, score) for item_id, record, score in ranked[: request.limit]]
+        return answers.compose(request.question, hits)
+
+    async def list(self, request: ListRequest) -> ListPage:
+        request = request.validate(self._limits)
+        scope = scope_of("list", request.filter)
+        after = self._cursors.read(request.cursor, scope) if request.cursor else 0
+        rows = [(i, r) for i, r in self._admitted(request.filter) if r.seq > after]
+        page = rows[: request.limit]
+        more = len(rows) > request.limit
+        return ListPage(
+            items=[record.hit(item_id, 0.0) for item_id, record in page],
+            next_cursor=self._cursors.issue(scope, page[-1][1].seq) if more else None,
+        )
+
+    async def get(self, request: GetRequest) -> list[Hit]:
+        request = request.validate(self._limits)
+        hits = []
+        for item_id in dict.fromkeys(request.ids):
+            record = self._records.get(item_id)
+            if record is None:
+                continue
+            if request.reach is not None and not request.reach.admits(record.item.meta.namespace_node):
+                continue
+            hits.append(record.hit(item_id, 0.0))
+        return hits
+
+    async def forget(self, target: ForgetTarget) -> ForgetReport:
+        target = target.validate(self._limits)
+        async with self._lock:
+            if isinstance(target, ForgetByIds):
+                doomed = [i for i in dict.fromkeys(target.ids) if i in self._records]
+            else:
+                doomed = [i for i, _ in self._admitted(target.filter)]
+            for item_id in doomed:
+                del self._records[item_id]
+            return ForgetReport(forgotten=len(doomed))
+
+    async def forget_within(self, ids: list[str], reach: Reach) -> ForgetReport:
+        request = ForgetWithinRequest(ids=ids, reach=reach).validate(self._limits)
+        reach = request.reach
+        async with self._lock:
+            doomed = [
+                i
+                for i in dict.fromkeys(request.ids)
+                if i in self._records and reach.admits(self._records[i].item.meta.namespace_node)
+            ]
+            for item_id in doomed:
+                del self._records[item_id]
+            return ForgetReport(forgotten=len(doomed))
+
+    async def explore(self, request: ExploreRequest) -> ExplorePage:
+        request = request.validate(self._limits)
+        counts: Counter[str] = Counter()
+        total = missing = 0
+        for _, record in self._admitted(request.filter):
+            total += 1
+            values = facet_values(request.facet, record.item.type, record.item.meta)
+            if not values:
+                missing += 1
+            counts.update(values)
+        return explore_page(request.facet, counts, total, missing, request.limit)
+

@@ -1,0 +1,81 @@
+"""All configuration, read once from ``ENGRAM_*`` environment variables."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import platformdirs
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from app.contract.limits import Limits
+
+
+def _default_data_dir() -> Path:
+    return Path(platformdirs.user_data_dir("engram"))
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="ENGRAM_", env_file=None, extra="ignore")
+
+    # Database: an external server by URL, or the embedded one in data_dir.
+    database_url: SecretStr | None = None
+    data_dir: Path = Field(default_factory=_default_data_dir)
+    pool_size: int = 10
+    pool_overflow: int = 10
+    connect_timeout_s: float = 5.0
+    statement_timeout_ms: int = 15_000
+    text_search_config: str = "english"
+
+    # Embeddings.
+    embedder: str = "wordllama"
+    embedding_dim: int = 256
+    hnsw_ef_search: int = 100
+
+    # HTTP.
+    api_keys: SecretStr | None = None
+    api_keys_file: Path | None = None
+    max_body_bytes: int = 8 * 1024 * 1024
+    cors_origins: str = ""
+    log_level: str = "info"
+
+    # Item and request limits (contract §9).
+    max_text_chars: int = 200_000
+    max_query_chars: int = 4_000
+    max_tags: int = 256
+    max_tag_chars: int = 256
+    max_field_chars: int = 2_048
+    max_turns: int = 1_000
+    max_id_chars: int = 128
+
+    @field_validator("text_search_config")
+    @classmethod
+    def _plain_identifier(cls, value: str) -> str:
+        # It is spliced into DDL, so only a bare identifier is accepted.
+        if not value.replace("_", "").isalnum():
+            raise ValueError("text_search_config must be a plain identifier such as english or simple")
+        return value
+
+    @property
+    def limits(self) -> Limits:
+        return Limits(
+            max_text_chars=self.max_text_chars,
+            max_query_chars=self.max_query_chars,
+            max_tags=self.max_tags,
+            max_tag_chars=self.max_tag_chars,
+            max_field_chars=self.max_field_chars,
+            max_turns=self.max_turns,
+            max_id_chars=self.max_id_chars,
+        )
+
+    def api_key_list(self) -> list[str]:
+        """Keys from ``ENGRAM_API_KEYS`` (comma-separated) and ``ENGRAM_API_KEYS_FILE`` (one a line)."""
+        keys: list[str] = []
+        if self.api_keys is not None:
+            keys += [k.strip() for k in self.api_keys.get_secret_value().split(",")]
+        if self.api_keys_file is not None:
+            keys += [k.strip() for k in self.api_keys_file.read_text().splitlines()]
+        return [k for k in keys if k and not k.startswith("#")]
+
+    def cors_origin_list(self) -> list[str]:
+        return [o.strip() for o in self.cors_origins.split(",") if o.strip()]

@@ -1,0 +1,1 @@
+"""Alembic migrations for the PostgreSQL engine (shipped inside the wheel)."""

@@ -1,0 +1,35 @@
+"""Alembic environment: runs migrations over an async (asyncpg) connection.
+
+The runner in ``app.engine.postgres.schema`` passes the URL and the settings the
+DDL depends on (embedding dimension, text search configuration) as attributes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from alembic import context
+from sqlalchemy.engine import Connection
+from sqlalchemy.ext.asyncio import create_async_engine
+
+
+def _run(connection: Connection) -> None:
+    context.configure(connection=connection, target_metadata=None, transaction_per_migration=True)
+    with context.begin_transaction():
+        context.run_migrations()
+
+
+async def _main() -> None:
+    url = context.config.attributes["url"]
+    engine = create_async_engine(url)
+    try:
+        async with engine.connect() as connection:
+            await connection.run_sync(_run)
+            await connection.commit()
+    finally:
+        await engine.dispose()
+
+
+if context.is_offline_mode():
+    raise SystemExit("engram migrations run online only: use `engram migrate`")
+asyncio.run(_main())
