@@ -6,7 +6,7 @@ import hashlib
 from typing import Annotated, Any, Literal
 
 import rfc8785
-from pydantic import Field, TypeAdapter
+from pydantic import ConfigDict, Field, RootModel, TypeAdapter
 
 from app.contract.errors import InvalidRequest
 from app.contract.limits import DEFAULT_LIMITS, Limits
@@ -137,6 +137,12 @@ Item = Annotated[Document | Conversation | Learning, Field(discriminator="type")
 ITEM_ADAPTER: TypeAdapter[Document | Conversation | Learning] = TypeAdapter(Item)
 
 StoredItem = Document | Conversation | Learning
+
+
+class StoreItem(RootModel[Item]):
+    """One item of any kind, told apart by ``type`` (the body of ``POST /v1/store``)."""
+
+    model_config = ConfigDict(strict=True)
 
 
 def render_text(item: StoredItem) -> str:

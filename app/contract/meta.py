@@ -3,9 +3,18 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PlainSerializer, Strict
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    PlainSerializer,
+    SerializerFunctionWrapHandler,
+    Strict,
+    model_serializer,
+)
 
 from app.contract.errors import InvalidRequest
 from app.contract.limits import DEFAULT_LIMITS, Limits
@@ -42,7 +51,16 @@ Instant = Annotated[
 ]
 
 
-class Closed(BaseModel):
+class Wire(BaseModel):
+    """Optional fields are omitted when unset: never ``null`` on the wire."""
+
+    @model_serializer(mode="wrap")
+    def _omit_unset(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        return {k: v for k, v in data.items() if v is not None} if isinstance(data, dict) else data
+
+
+class Closed(Wire):
     """Requests are closed (an unknown key is refused) and typed strictly."""
 
     model_config = ConfigDict(extra="forbid", strict=True)

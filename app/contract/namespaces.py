@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+
 from pydantic import BaseModel, ConfigDict
 
 from app.contract.errors import InvalidRequest
@@ -11,6 +12,7 @@ from app.contract.errors import InvalidRequest
 SEGMENT_KINDS = ("agent", "team", "user", "ws", "project", "source")
 MAX_DEPTH = 8
 _SEGMENT_ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
+
 
 @dataclass(frozen=True, order=True)
 class Namespace:
@@ -67,10 +69,12 @@ class Namespace:
     def __str__(self) -> str:
         return self.path or self.ROOT_NAME
 
+
 def normalise_namespace(text: str | None) -> str | None:
     """The stored form of a meta namespace: trimmed path, None for the root."""
     ns = Namespace.parse(text)
     return None if ns.is_root else ns.path
+
 
 class Reach(BaseModel):
     """Which namespaces a read sees: ``at`` itself, its ancestors (inherit), its subtree (descendants)."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field, RootModel
 
 from app.contract.errors import InvalidRequest, Unsupported
 from app.contract.items import Item, StoredItem
@@ -19,7 +19,7 @@ from app.contract.limits import (
     MAX_STORE_MANY,
     Limits,
 )
-from app.contract.meta import Closed, Filter, ItemKind, Meta
+from app.contract.meta import Closed, Filter, ItemKind, Meta, Wire
 from app.contract.namespaces import Reach
 from app.contract.text import check_storable, is_blank
 
@@ -136,6 +136,12 @@ class ForgetByFilter(Closed):
 ForgetTarget = ForgetByIds | ForgetByFilter
 
 
+class ForgetRequest(RootModel[ForgetTarget]):
+    """Exactly one of ``ids`` or ``filter``; neither or both does not fit the schema."""
+
+    model_config = ConfigDict(strict=True)
+
+
 class ForgetWithinRequest(Closed):
     ids: list[str]
     reach: Reach
@@ -179,7 +185,7 @@ class ExploreRequest(Closed):
 # Answers. Optional fields are omitted when unset (the HTTP layer drops None).
 
 
-class Answer(BaseModel):
+class Answer(Wire):
     model_config = ConfigDict(extra="forbid")
 
 

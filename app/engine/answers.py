@@ -19,8 +19,55 @@ _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _WORD = re.compile(r"\w+", re.UNICODE)
 # Words that carry no meaning for overlap scoring.
 _COMMON = frozenset(
-    "a an and are as at be by do does did for from has have how i in is it its me my of on or our "
-    "that the their there these this to was we were what when where which who why will with you your".split()
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "by",
+        "do",
+        "does",
+        "did",
+        "for",
+        "from",
+        "has",
+        "have",
+        "how",
+        "i",
+        "in",
+        "is",
+        "it",
+        "its",
+        "me",
+        "my",
+        "of",
+        "on",
+        "or",
+        "our",
+        "that",
+        "the",
+        "their",
+        "there",
+        "these",
+        "this",
+        "to",
+        "was",
+        "we",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "why",
+        "will",
+        "with",
+        "you",
+        "your",
+    ]
 )
 
 
@@ -70,8 +117,5 @@ def compose(question: str, hits: list[Hit]) -> RecallAnswer:
     if quoted:
         answer = " ".join(quoted)
     else:
-        answer = (
-            "no stored memory shares the question's words; the closest memory reads: "
-            f"{citations[0].snippet} [1]"
-        )
+        answer = f"no stored memory shares the question's words; the closest memory reads: {citations[0].snippet} [1]"
     return RecallAnswer(answer=answer, citations=citations, model=MODEL)

@@ -241,4 +241,3 @@ class ReferenceEngine:
                 missing += 1
             counts.update(values)
         return explore_page(request.facet, counts, total, missing, request.limit)
-

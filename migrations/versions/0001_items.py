@@ -74,9 +74,7 @@ def upgrade() -> None:
         )
         """
     )
-    op.execute(
-        "CREATE INDEX engram_embeddings_hnsw ON engram_embeddings USING hnsw (embedding vector_cosine_ops)"
-    )
+    op.execute("CREATE INDEX engram_embeddings_hnsw ON engram_embeddings USING hnsw (embedding vector_cosine_ops)")
 
 
 def downgrade() -> None:

@@ -44,7 +44,7 @@ from app.engine.cursors import CursorCodec, scope_of
 from app.engine.keywords import KeywordQuery
 from app.engine.postgres.errors import classify, database_errors
 from app.engine.postgres.filters import filter_predicate
-from app.engine.postgres.schema import async_url
+from app.engine.postgres.schema import async_url, ensure_current
 
 RRF_K = 60
 HIT_COLUMNS = "i.id, i.kind, i.text, i.meta, i.confidence"
@@ -143,6 +143,7 @@ class PostgresEngine:
         )
         try:
             with database_errors():
+                await ensure_current(engine)
                 settings = await cls._read_settings(engine, embedder)
         except BaseException:
             await engine.dispose()
@@ -184,6 +185,10 @@ class PostgresEngine:
     def descriptor(self) -> EngineDescriptor:
         return self._descriptor
 
+    @property
+    def database(self) -> AsyncEngine:
+        return self._db
+
     async def close(self) -> None:
         await self._db.dispose()
 
@@ -192,7 +197,7 @@ class PostgresEngine:
             async with asyncio.timeout(3):
                 async with self._db.connect() as connection:
                     await connection.execute(text("SELECT 1"))
-        except Exception as error:  # noqa: BLE001 - health never raises
+        except Exception as error:
             return Health(state="down", reason=classify(error).message)
         return Health(state="ok")
 
@@ -208,18 +213,26 @@ class PostgresEngine:
         with database_errors():
             async with self._db.connect() as connection:
                 held = set(
-                    (await connection.execute(text("SELECT id FROM engram_items WHERE id = ANY(:ids)"), {"ids": list(unique)}))
+                    (
+                        await connection.execute(
+                            text("SELECT id FROM engram_items WHERE id = ANY(:ids)"), {"ids": list(unique)}
+                        )
+                    )
                     .scalars()
                     .all()
                 )
             fresh = {i: item for i, item in unique.items() if i not in held}
-            vectors = dict(zip(fresh, await self._embedder.embed([it.render_text() for it in fresh.values()]), strict=True))
+            vectors = dict(
+                zip(fresh, await self._embedder.embed([it.render_text() for it in fresh.values()]), strict=True)
+            )
             async with self._db.begin() as connection:
                 inserted = await self._insert(connection, fresh)
                 # Forgotten between the check and the insert: embed it now, inside the transaction.
                 late = [i for i in inserted if i not in vectors]
                 if late:
-                    vectors.update(zip(late, await self._embedder.embed([unique[i].render_text() for i in late]), strict=True))
+                    vectors.update(
+                        zip(late, await self._embedder.embed([unique[i].render_text() for i in late]), strict=True)
+                    )
                 await self._insert_vectors(connection, {i: vectors[i] for i in inserted})
         seen: set[str] = set()
         receipts = []
@@ -231,7 +244,9 @@ class PostgresEngine:
     async def _insert(self, connection: AsyncConnection, items: dict[str, StoredItem]) -> set[str]:
         if not items:
             return set()
-        rows: dict[str, list[Any]] = {k: [] for k in ("ids", "kinds", "nss", "texts", "metas", "items", "conf", "obs", "srcs")}
+        rows: dict[str, list[Any]] = {
+            k: [] for k in ("ids", "kinds", "nss", "texts", "metas", "items", "conf", "obs", "srcs")
+        }
         for item_id, item in items.items():
             meta = item.meta.model_dump(mode="json", exclude_none=True)
             rows["ids"].append(item_id)
@@ -246,7 +261,8 @@ class PostgresEngine:
         result = await connection.execute(
             text(
                 """
-                INSERT INTO engram_items (id, kind, namespace, text, meta, item, confidence, observed_at, tags, source_kind)
+                INSERT INTO engram_items
+                    (id, kind, namespace, text, meta, item, confidence, observed_at, tags, source_kind)
                 SELECT t.id, t.kind, t.ns, t.text, t.meta::jsonb, t.item::jsonb, t.conf, t.obs::timestamptz,
                        ARRAY(SELECT jsonb_array_elements_text(coalesce(t.meta::jsonb->'tags', '[]'))), t.src
                 FROM unnest(CAST(:ids AS text[]), CAST(:kinds AS text[]), CAST(:nss AS text[]), CAST(:texts AS text[]),
@@ -285,13 +301,17 @@ class PostgresEngine:
     async def forget_within(self, ids: list[str], reach: Reach) -> ForgetReport:
         request = ForgetWithinRequest(ids=ids, reach=reach).validate(self._limits)
         pred = filter_predicate(Filter(reach=request.reach))
-        return await self._delete(f"i.id = ANY(:ids) AND {pred.sql()}", {"ids": list(dict.fromkeys(request.ids)), **pred.params})
+        return await self._delete(
+            f"i.id = ANY(:ids) AND {pred.sql()}", {"ids": list(dict.fromkeys(request.ids)), **pred.params}
+        )
 
     async def _delete(self, where: str, params: dict[str, Any]) -> ForgetReport:
         with database_errors():
             async with self._db.begin() as connection:
                 count = await connection.scalar(
-                    text(f"WITH gone AS (DELETE FROM engram_items AS i WHERE {where} RETURNING 1) SELECT count(*) FROM gone"),
+                    text(
+                        f"WITH gone AS (DELETE FROM engram_items i WHERE {where} RETURNING 1) SELECT count(*) FROM gone"
+                    ),
                     params,
                 )
         return ForgetReport(forgotten=int(count or 0))
@@ -492,4 +512,3 @@ class PostgresEngine:
             more_buckets=max(0, row["distinct_values"] - request.limit),
             truncated=False,
         )
-

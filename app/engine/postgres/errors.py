@@ -60,5 +60,5 @@ def database_errors() -> Iterator[None]:
         yield
     except EngramError:
         raise
-    except Exception as error:  # noqa: BLE001 - every failure must become a contract error
+    except Exception as error:
         raise classify(error) from None

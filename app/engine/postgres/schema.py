@@ -30,9 +30,7 @@ def redacted(url: str) -> str:
 def alembic_config(url: str, *, embedding_dim: int, text_search_config: str) -> Config:
     config = Config()
     config.set_main_option("script_location", str(resources.files("migrations")))
-    config.attributes.update(
-        url=async_url(url), embedding_dim=embedding_dim, text_search_config=text_search_config
-    )
+    config.attributes.update(url=async_url(url), embedding_dim=embedding_dim, text_search_config=text_search_config)
     return config
 
 

@@ -1,0 +1,1 @@
+"""The HTTP layer: translates between the wire and an engine; knows no SQL."""

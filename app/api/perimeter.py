@@ -1,0 +1,100 @@
+"""What every request passes first: request id, auth, body size, and a last-resort 500.
+
+A pure ASGI middleware rather than FastAPI dependencies, because the contract
+puts the perimeter before everything, unknown routes included (contract §8).
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+
+from starlette.datastructures import Headers, MutableHeaders
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from app.api.envelope import client_request_id, error_response, new_request_id
+from app.contract.errors import EngineFailure, PayloadTooLarge, Unauthorized
+
+logger = logging.getLogger("engram.http")
+
+# The one route open without a key: orchestrators probe it.
+OPEN_ROUTES = {("GET", "/v1/health"), ("HEAD", "/v1/health")}
+
+
+class Perimeter:
+    def __init__(self, app: ASGIApp, *, api_keys: list[str], max_body_bytes: int) -> None:
+        self.app = app
+        self._keys = [k.encode() for k in api_keys]
+        self._max_body = max_body_bytes
+
+    def _authorised(self, headers: Headers) -> bool:
+        scheme, _, credential = headers.get("authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or not credential:
+            return False
+        given = credential.strip().encode("utf-8", "surrogateescape")
+        # Compare against every key, in constant time each, without stopping early.
+        matched = False
+        for key in self._keys:
+            matched |= hmac.compare_digest(given, key)
+        return matched
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = Headers(scope=scope)
+        request_id = client_request_id(headers.get("x-request-id")) or new_request_id()
+        scope.setdefault("state", {})["request_id"] = request_id
+
+        async def reply(error: Exception, status: int | None = None) -> None:
+            response = error_response(error, request_id, status=status)  # type: ignore[arg-type]
+            if isinstance(error, Unauthorized):
+                response.headers["WWW-Authenticate"] = "Bearer"
+            await response(scope, receive, send)
+
+        if self._keys and (scope["method"], scope["path"]) not in OPEN_ROUTES and not self._authorised(headers):
+            await reply(Unauthorized("a valid bearer api key is required"))
+            return
+
+        declared = headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self._max_body:
+            await reply(PayloadTooLarge(f"the body is over the limit of {self._max_body} bytes"))
+            return
+        body = bytearray()
+        if scope["method"] in ("POST", "PUT", "PATCH"):
+            # Read the whole (bounded) body up front so an oversized stream is a 413, not a parse error.
+            while True:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    return
+                body += message.get("body", b"")
+                if len(body) > self._max_body:
+                    await reply(PayloadTooLarge(f"the body is over the limit of {self._max_body} bytes"))
+                    return
+                if not message.get("more_body", False):
+                    break
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": bytes(body), "more_body": False}
+            return await receive()
+
+        started = False
+
+        async def send_with_id(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+                MutableHeaders(scope=message)["X-Request-ID"] = request_id
+            await send(message)
+
+        try:
+            await self.app(scope, replay, send_with_id)
+        except Exception as error:
+            # Only the type: a message may quote SQL or a value, and a trace is not for logs.
+            logger.error("unexpected failure in request %s: %s", request_id, type(error).__name__)
+            if not started:
+                await reply(EngineFailure("an unexpected failure occurred"))

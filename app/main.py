@@ -1,0 +1,82 @@
+"""create_app(): wiring only."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.middleware.cors import CORSMiddleware
+from fastapi.openapi.docs import get_swagger_ui_html
+from fastapi.responses import HTMLResponse, JSONResponse
+
+from app import __version__
+from app.api import errors
+from app.api.openapi import build_openapi
+from app.api.perimeter import Perimeter
+from app.api.routes import router
+from app.engine.protocol import MemoryEngine
+from app.settings import Settings
+
+EngineFactory = Callable[[Settings], Awaitable[MemoryEngine]]
+logger = logging.getLogger("engram")
+
+
+async def open_engine(settings: Settings) -> MemoryEngine:
+    """The PostgreSQL engine on the configured (or the embedded) database."""
+    from app.engine.postgres.service import open_postgres_engine
+
+    return await open_postgres_engine(settings)
+
+
+def create_app(settings: Settings | None = None, engine_factory: EngineFactory = open_engine) -> FastAPI:
+    settings = settings or Settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        app.state.engine = await engine_factory(settings)
+        try:
+            yield
+        finally:
+            await app.state.engine.close()
+
+    app = FastAPI(
+        title="Engram",
+        version=__version__,
+        lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
+    )
+    app.include_router(router)
+    errors.install(app)
+    document: dict[str, Any] = {}
+
+    def openapi() -> dict[str, Any]:
+        if not document:
+            document.update(build_openapi(app))
+        return document
+
+    app.openapi = openapi  # type: ignore[method-assign]
+
+    # Served behind the same perimeter as every other route.
+    @app.get("/openapi.json", include_in_schema=False)
+    async def openapi_json() -> JSONResponse:
+        return JSONResponse(openapi())
+
+    @app.get("/docs", include_in_schema=False)
+    async def docs() -> HTMLResponse:
+        return get_swagger_ui_html(openapi_url="/openapi.json", title="Engram API")
+
+    if settings.cors_origin_list():
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=settings.cors_origin_list(),
+            allow_methods=["GET", "POST"],
+            allow_headers=["Authorization", "Content-Type", "X-Request-ID"],
+            expose_headers=["X-Request-ID", "Retry-After"],
+        )
+    app.add_middleware(Perimeter, api_keys=settings.api_key_list(), max_body_bytes=settings.max_body_bytes)
+    return app

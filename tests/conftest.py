@@ -1,0 +1,91 @@
+"""Shared fixtures: one embedded PostgreSQL (with pgvector) for the whole run, a clean schema per test."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import httpx
+import pytest
+from sqlalchemy import text
+
+from app.embeddings.wordllama import WordLlamaEmbedder
+from app.engine.postgres import schema
+from app.engine.postgres.engine import PostgresEngine
+from app.engine.reference import ReferenceEngine
+from app.main import create_app
+from app.settings import Settings
+
+
+@pytest.fixture(scope="session")
+def database_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """ENGRAM_TEST_DATABASE_URL when set, else an embedded server private to this run."""
+    external = os.environ.get("ENGRAM_TEST_DATABASE_URL")
+    if external:
+        schema.upgrade(external, embedding_dim=256, text_search_config="english")
+        yield external
+        return
+    from app.engine.postgres.embedded import start_embedded
+
+    url, server = start_embedded(tmp_path_factory.mktemp("engram-data"))
+    schema.upgrade(url, embedding_dim=256, text_search_config="english")
+    yield url
+    server.cleanup()
+
+
+@pytest.fixture(scope="session")
+def embedder() -> WordLlamaEmbedder:
+    return WordLlamaEmbedder()
+
+
+async def _truncate(engine: PostgresEngine) -> None:
+    async with engine.database.begin() as connection:
+        await connection.execute(text("TRUNCATE engram_items, engram_embeddings"))
+
+
+@pytest.fixture
+async def pg_engine(database_url: str, embedder: WordLlamaEmbedder) -> AsyncIterator[PostgresEngine]:
+    engine = await PostgresEngine.connect(database_url, embedder, pool_size=20)
+    await _truncate(engine)
+    yield engine
+    await engine.close()
+
+
+@pytest.fixture(params=["reference", "postgres"])
+async def engine(request: pytest.FixtureRequest, embedder: WordLlamaEmbedder) -> AsyncIterator[Any]:
+    """Each contract test runs against both engines, so the two must agree."""
+    if request.param == "reference":
+        yield ReferenceEngine(embedder)
+    else:
+        yield request.getfixturevalue("pg_engine")
+
+
+ClientFactory = Callable[..., Any]
+
+
+@pytest.fixture
+def make_client(pg_engine: PostgresEngine) -> ClientFactory:
+    """``async with make_client(api_keys="k") as client``: the app over real HTTP semantics (ASGI)."""
+
+    @asynccontextmanager
+    async def factory(**overrides: Any) -> AsyncIterator[httpx.AsyncClient]:
+        settings = Settings(**overrides)
+
+        async def shared_engine(_: Settings) -> PostgresEngine:
+            return pg_engine
+
+        app = create_app(settings, engine_factory=shared_engine)
+        async with app.router.lifespan_context(app):
+            transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+            async with httpx.AsyncClient(transport=transport, base_url="http://engram.test") as client:
+                yield client
+
+    return factory
+
+
+@pytest.fixture
+async def client(make_client: ClientFactory) -> AsyncIterator[httpx.AsyncClient]:
+    async with make_client() as c:
+        yield c
