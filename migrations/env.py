@@ -7,6 +7,7 @@ DDL depends on (embedding dimension, text search configuration) as attributes.
 from __future__ import annotations
 
 import asyncio
+from concurrent.futures import ThreadPoolExecutor
 
 from alembic import context
 from sqlalchemy.engine import Connection
@@ -30,6 +31,17 @@ async def _main() -> None:
         await engine.dispose()
 
 
+def _run_blocking() -> None:
+    """Run to completion whether or not the caller already runs an event loop."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        asyncio.run(_main())
+        return
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pool.submit(asyncio.run, _main()).result()
+
+
 if context.is_offline_mode():
     raise SystemExit("engram migrations run online only: use `engram migrate`")
-asyncio.run(_main())
+_run_blocking()

@@ -54,12 +54,11 @@ async def pg_engine(database_url: str, embedder: WordLlamaEmbedder) -> AsyncIter
 
 
 @pytest.fixture(params=["reference", "postgres"])
-async def engine(request: pytest.FixtureRequest, embedder: WordLlamaEmbedder) -> AsyncIterator[Any]:
+def engine(request: pytest.FixtureRequest, embedder: WordLlamaEmbedder) -> Any:
     """Each contract test runs against both engines, so the two must agree."""
     if request.param == "reference":
-        yield ReferenceEngine(embedder)
-    else:
-        yield request.getfixturevalue("pg_engine")
+        return ReferenceEngine(embedder)
+    return request.getfixturevalue("pg_engine")
 
 
 ClientFactory = Callable[..., Any]

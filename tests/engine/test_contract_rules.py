@@ -1,0 +1,435 @@
+"""Every contract rule, run against both engines (reference and PostgreSQL) so the two agree."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from app.contract.errors import InvalidRequest
+from app.contract.items import ITEM_ADAPTER, StoredItem
+from app.contract.meta import Filter
+from app.contract.namespaces import Reach
+from app.contract.requests import (
+    ExploreRequest,
+    FetchRequest,
+    ForgetByFilter,
+    ForgetByIds,
+    GetRequest,
+    ListRequest,
+    RecallRequest,
+    narrow,
+)
+
+
+def item(data: dict[str, Any]) -> StoredItem:
+    return ITEM_ADAPTER.validate_python(data)
+
+
+def learning(text: str, **meta: Any) -> StoredItem:
+    return item({"type": "learning", "text": text, "kind": "fact", "confidence": 0.5, "meta": meta})
+
+
+def document(body: str, title: str | None = None, **meta: Any) -> StoredItem:
+    data: dict[str, Any] = {"type": "document", "body": {"text": body}, "meta": meta}
+    if title is not None:
+        data["title"] = title
+    return item(data)
+
+
+CORPUS = [
+    learning("the user prefers tabs over spaces", namespace="team:acme/agent:writer", tags=["style"]),
+    learning("deploys happen on fridays after lunch", namespace="team:acme", tags=["ops", "calendar"]),
+    document(
+        "Ownership moves values. The borrow checker enforces the rules.",
+        title="Rust ownership",
+        folder="/notes/rust",
+        file_path="/notes/rust/ownership.md",
+        language="en",
+        tags=["rust", "lang"],
+    ),
+    document("Python uses reference counting for memory.", folder="/notes/python", tags=["lang"]),
+    item(
+        {
+            "type": "conversation",
+            "turns": [
+                {"role": "user", "text": "what is the capital of France?"},
+                {"role": "assistant", "text": "Paris is the capital.", "tool_calls": [{"name": "search", "id": "c1"}]},
+            ],
+            "meta": {
+                "thread_id": "t-1",
+                "agent_id": "agent-7",
+                "turns": {"first": 0, "last": 1},
+                "tool_call": {"name": "search"},
+                "source": {"kind": "conversation", "id": "chat-9"},
+                "namespace": "team:acme/agent:reviewer",
+                "observed_at": "2026-10-04T09:30:00+02:00",
+            },
+        }
+    ),
+]
+
+
+@pytest.fixture
+async def stored(engine: Any) -> list[str]:
+    receipts = await engine.store_many(CORPUS)
+    return [r.id for r in receipts]
+
+
+async def all_ids(engine: Any, request_filter: Filter | None = None) -> list[str]:
+    page = await engine.list(ListRequest(filter=request_filter or Filter(), limit=1000))
+    return [hit.id for hit in page.items]
+
+
+# Store.
+
+
+async def test_store_is_idempotent_by_fingerprint(engine: Any) -> None:
+    first = await engine.store(CORPUS[0])
+    again = await engine.store(CORPUS[0])
+    assert first.replayed is False
+    assert again.replayed is True
+    assert again.id == first.id == CORPUS[0].validate().fingerprint()
+    assert await all_ids(engine) == [first.id]
+
+
+async def test_one_tag_more_is_a_new_item_and_the_old_one_stays(engine: Any) -> None:
+    a = await engine.store(learning("x marks the spot", tags=["a"]))
+    b = await engine.store(learning("x marks the spot", tags=["a", "b"]))
+    assert a.id != b.id
+    assert sorted(await all_ids(engine)) == sorted([a.id, b.id])
+
+
+async def test_store_many_receipts_in_order_and_repeat_replays_first_copy(engine: Any) -> None:
+    batch = [CORPUS[0], CORPUS[1], CORPUS[0]]
+    receipts = await engine.store_many(batch)
+    first, second = (i.validate().fingerprint() for i in batch[:2])
+    assert [r.id for r in receipts] == [first, second, first]
+    assert [r.replayed for r in receipts] == [False, False, True]
+
+
+async def test_store_many_with_an_invalid_item_writes_nothing(engine: Any) -> None:
+    bad = item({"type": "learning", "text": "  ", "kind": "fact", "confidence": 0.5})
+    with pytest.raises(InvalidRequest, match=r"items\[2\]"):
+        await engine.store_many([CORPUS[0], CORPUS[1], bad])
+    assert await all_ids(engine) == []
+
+
+async def test_store_refuses_a_uri_body(engine: Any) -> None:
+    with pytest.raises(InvalidRequest, match="uri"):
+        await engine.store(item({"type": "document", "body": {"uri": "https://example.com/a"}}))
+
+
+# Fetch.
+
+
+async def test_keyword_question_finds_items_holding_its_words(engine: Any, stored: list[str]) -> None:
+    page = await engine.fetch(FetchRequest(query="What does the user prefer, tabs?", mode="keyword", limit=10))
+    # The learning holds three of its words; the conversation only "user" (its role).
+    assert [h.id for h in page.hits] == [stored[0], stored[4]]
+    assert page.hits[0].text == "the user prefers tabs over spaces"
+
+
+async def test_keyword_is_or_over_terms(engine: Any, stored: list[str]) -> None:
+    page = await engine.fetch(FetchRequest(query="fridays ownership", mode="keyword", limit=10))
+    assert sorted(h.id for h in page.hits) == sorted([stored[1], stored[2]])
+
+
+async def test_keyword_phrase_in_quotes_is_honoured(engine: Any, stored: list[str]) -> None:
+    page = await engine.fetch(FetchRequest(query='"borrow checker"', mode="keyword", limit=10))
+    assert [h.id for h in page.hits] == [stored[2]]
+    none = await engine.fetch(FetchRequest(query='"checker borrow"', mode="keyword", limit=10))
+    assert none.hits == []
+
+
+async def test_keyword_of_stop_words_only_matches_nothing(engine: Any, stored: list[str]) -> None:
+    page = await engine.fetch(FetchRequest(query="the of and", mode="keyword", limit=10))
+    assert page.hits == []
+
+
+async def test_keyword_input_is_never_syntax(engine: Any, stored: list[str]) -> None:
+    for query in ["'", "\\", ":*", "&|!()", "%", "_", "tabs:* & !", "a' OR '1'='1"]:
+        page = await engine.fetch(FetchRequest(query=query, mode="keyword", limit=10))
+        assert all(h.id in stored for h in page.hits)
+
+
+@pytest.mark.parametrize("mode", ["vector", "hybrid"])
+async def test_vector_and_hybrid_have_no_cut_off(engine: Any, stored: list[str], mode: str) -> None:
+    page = await engine.fetch(FetchRequest(query="completely unrelated words", mode=mode, limit=3))
+    assert len(page.hits) == 3
+    everything = await engine.fetch(FetchRequest(query="completely unrelated words", mode=mode, limit=100))
+    assert sorted(h.id for h in everything.hits) == sorted(stored)
+    scores = [h.score for h in everything.hits]
+    assert scores == sorted(scores, reverse=True)
+
+
+async def test_vector_ranks_by_meaning(engine: Any, stored: list[str]) -> None:
+    page = await engine.fetch(FetchRequest(query="capital city of France", mode="vector", limit=1))
+    assert page.hits[0].id == stored[4]
+
+
+async def test_hybrid_puts_a_keyword_and_vector_match_first(engine: Any, stored: list[str]) -> None:
+    page = await engine.fetch(FetchRequest(query="tabs or spaces preference", mode="hybrid", limit=5))
+    assert page.hits[0].id == stored[0]
+
+
+@pytest.mark.parametrize("mode", ["keyword", "vector", "hybrid"])
+async def test_fetch_pages_visit_every_hit_once(engine: Any, mode: str) -> None:
+    ids = [r.id for r in await engine.store_many([learning(f"note {n} about gardening") for n in range(7)])]
+    seen: list[str] = []
+    cursor = None
+    for _ in range(10):
+        page = await engine.fetch(FetchRequest(query="gardening", mode=mode, limit=3, cursor=cursor))
+        seen += [h.id for h in page.hits]
+        cursor = page.next_cursor
+        if cursor is None:
+            break
+    assert sorted(seen) == sorted(ids)
+
+
+async def test_a_cursor_for_another_query_or_forged_is_refused(engine: Any, stored: list[str]) -> None:
+    page = await engine.fetch(FetchRequest(query="capital", mode="vector", limit=1))
+    assert page.next_cursor
+    with pytest.raises(InvalidRequest, match="cursor"):
+        await engine.fetch(FetchRequest(query="other", mode="vector", limit=1, cursor=page.next_cursor))
+    with pytest.raises(InvalidRequest, match="cursor"):
+        await engine.fetch(FetchRequest(query="capital", mode="keyword", limit=1, cursor=page.next_cursor))
+    with pytest.raises(InvalidRequest, match="cursor"):
+        await engine.fetch(FetchRequest(query="capital", mode="vector", limit=1, cursor="10"))
+    with pytest.raises(InvalidRequest, match="cursor"):
+        await engine.list(ListRequest(limit=1, cursor=page.next_cursor))
+
+
+@pytest.mark.parametrize("limit", [0, -1, 1001])
+async def test_fetch_limit_out_of_range(engine: Any, limit: int) -> None:
+    with pytest.raises(InvalidRequest, match="limit"):
+        await engine.fetch(FetchRequest(query="x", mode="keyword", limit=limit))
+
+
+async def test_blank_query_is_refused(engine: Any) -> None:
+    with pytest.raises(InvalidRequest, match="query must not be blank"):
+        await engine.fetch(FetchRequest(query="   ", mode="hybrid", limit=1))
+
+
+async def test_writes_are_visible_at_once(engine: Any) -> None:
+    receipt = await engine.store(learning("zebras are striped"))
+    for mode in ("keyword", "vector", "hybrid"):
+        page = await engine.fetch(FetchRequest(query="zebras", mode=mode, limit=1))
+        assert [h.id for h in page.hits] == [receipt.id]
+
+
+# Filters, each field through list and fetch.
+
+FILTER_CASES: list[tuple[dict[str, Any], list[int]]] = [
+    ({}, [0, 1, 2, 3, 4]),
+    ({"reach": {}}, [2, 3]),
+    ({"reach": {"at": "team:acme/agent:writer"}}, [0, 1, 2, 3]),
+    ({"reach": {"at": "team:acme/agent:writer", "inherit": False}}, [0]),
+    ({"reach": {"at": "team:acme", "inherit": False, "descendants": True}}, [0, 1, 4]),
+    ({"reach": {"at": "root", "inherit": False, "descendants": True}}, [0, 1, 2, 3, 4]),
+    ({"folder": "/notes"}, [2, 3]),
+    ({"folder": "/notes/rust/"}, [2]),
+    ({"folder": "/notes/ru"}, []),
+    ({"file_path": "/notes/rust"}, [2]),
+    ({"language": "en"}, [2]),
+    ({"thread_id": "t-1"}, [4]),
+    ({"agent_id": "agent-7"}, [4]),
+    ({"source_id": "chat-9"}, [4]),
+    ({"turns": {"first": 0, "last": 1}}, [4]),
+    ({"turns": {"first": 0, "last": 2}}, []),
+    ({"tool_call": "search"}, [4]),
+    ({"kinds": ["document"]}, [2, 3]),
+    ({"kinds": []}, [0, 1, 2, 3, 4]),
+    ({"sources": ["conversation"]}, [4]),
+    ({"sources": ["agent"]}, [0, 1, 2, 3]),
+    ({"tags_any": ["rust", "ops"]}, [1, 2]),
+    ({"observed_after": "2026-10-04T07:30:00Z"}, [4]),
+    ({"observed_after": "2026-10-04T07:30:00.000001Z"}, []),
+    ({"observed_before": "2026-10-04T07:30:00Z"}, []),
+    ({"observed_before": "2026-10-04T09:30:00Z"}, [4]),
+    ({"kinds": ["document"], "tags_any": ["rust"]}, [2]),
+    ({"workspace": "nowhere"}, []),
+]
+
+
+@pytest.mark.parametrize(("spec", "expected"), FILTER_CASES, ids=[str(c[0]) for c in FILTER_CASES])
+async def test_filter_fields(engine: Any, stored: list[str], spec: dict[str, Any], expected: list[int]) -> None:
+    request_filter = Filter.model_validate(spec)
+    assert sorted(await all_ids(engine, request_filter)) == sorted(stored[i] for i in expected)
+    page = await engine.fetch(FetchRequest(query="anything at all", mode="vector", filter=request_filter, limit=50))
+    assert sorted(h.id for h in page.hits) == sorted(stored[i] for i in expected)
+    for i in expected:
+        assert request_filter.matches(CORPUS[i].type, CORPUS[i].validate().meta)
+
+
+# List.
+
+
+async def test_list_pages_visit_every_match_once_and_end(engine: Any) -> None:
+    ids = [r.id for r in await engine.store_many([learning(f"fact number {n}") for n in range(11)])]
+    seen: list[str] = []
+    cursor = None
+    while True:
+        page = await engine.list(ListRequest(limit=4, cursor=cursor))
+        assert all(h.score == 0.0 for h in page.items)
+        seen += [h.id for h in page.items]
+        cursor = page.next_cursor
+        if cursor is None:
+            break
+    assert seen == ids
+
+
+# Get.
+
+
+async def test_get_in_order_asked_each_once_unknowns_left_out(engine: Any, stored: list[str]) -> None:
+    hits = await engine.get(GetRequest(ids=[stored[3], "nope", stored[0], stored[3], "0" * 40]))
+    assert [h.id for h in hits] == [stored[3], stored[0]]
+    assert all(h.score == 0.0 for h in hits)
+    assert hits[1].confidence == 0.5 and hits[0].confidence is None
+
+
+async def test_get_applies_reach(engine: Any, stored: list[str]) -> None:
+    reach = Reach(at="team:acme/agent:writer", inherit=False)
+    hits = await engine.get(GetRequest(ids=stored, reach=reach))
+    assert [h.id for h in hits] == [stored[0]]
+
+
+async def test_get_refuses_no_ids_or_a_blank_one(engine: Any) -> None:
+    with pytest.raises(InvalidRequest):
+        await engine.get(GetRequest(ids=[]))
+    with pytest.raises(InvalidRequest):
+        await engine.get(GetRequest(ids=["ok", " "]))
+    with pytest.raises(InvalidRequest):
+        await engine.get(GetRequest(ids=["a"] * 201))
+
+
+# Forget.
+
+
+async def test_forget_by_ids_counts_what_was_removed(engine: Any, stored: list[str]) -> None:
+    report = await engine.forget(ForgetByIds(ids=[stored[0], stored[0], "unknown"]))
+    assert report.forgotten == 1
+    again = await engine.forget(ForgetByIds(ids=[stored[0]]))
+    assert again.forgotten == 0
+    assert stored[0] not in await all_ids(engine)
+    page = await engine.fetch(FetchRequest(query="tabs", mode="hybrid", limit=10))
+    assert stored[0] not in [h.id for h in page.hits]
+
+
+async def test_forget_by_filter(engine: Any, stored: list[str]) -> None:
+    report = await engine.forget(ForgetByFilter(filter=Filter(tags_any=["lang"])))
+    assert report.forgotten == 2
+    assert sorted(await all_ids(engine)) == sorted([stored[0], stored[1], stored[4]])
+
+
+async def test_forget_refuses_an_empty_target_and_removes_nothing(engine: Any, stored: list[str]) -> None:
+    for target in (ForgetByFilter(filter=Filter()), ForgetByFilter(filter=Filter(kinds=[])), ForgetByIds(ids=[])):
+        with pytest.raises(InvalidRequest):
+            await engine.forget(target)
+    with pytest.raises(InvalidRequest):
+        await engine.forget(ForgetByIds(ids=[stored[0], ""]))
+    assert len(await all_ids(engine)) == 5
+
+
+async def test_forget_within_removes_only_ids_in_reach(engine: Any, stored: list[str]) -> None:
+    reach = Reach(at="team:acme", inherit=False, descendants=True)
+    report = await engine.forget_within([stored[0], stored[2], stored[4]], reach)
+    assert report.forgotten == 2
+    assert sorted(await all_ids(engine)) == sorted([stored[1], stored[2], stored[3]])
+
+
+# Recall.
+
+
+async def test_recall_cites_admitted_items_that_resolve(engine: Any, stored: list[str]) -> None:
+    request_filter = Filter(reach=Reach(at="team:acme/agent:writer"))
+    answer = await engine.recall(RecallRequest(question="does the user prefer tabs?", filter=request_filter, limit=2))
+    assert answer.answer.strip()
+    assert 1 <= len(answer.citations) <= 2
+    assert answer.citations[0].id == stored[0]
+    assert "tabs" in answer.answer
+    admitted = set(await all_ids(engine, request_filter))
+    assert {c.id for c in answer.citations} <= admitted
+    resolved = await engine.get(GetRequest(ids=[c.id for c in answer.citations]))
+    assert len(resolved) == len(answer.citations)
+    assert answer.model
+
+
+async def test_recall_says_so_when_nothing_is_stored(engine: Any) -> None:
+    answer = await engine.recall(RecallRequest(question="what is the meaning of life?", limit=3))
+    assert answer.citations == []
+    assert "nothing relevant is stored" in answer.answer
+
+
+async def test_recall_cites_something_whenever_the_filter_admits_an_item(engine: Any, stored: list[str]) -> None:
+    answer = await engine.recall(RecallRequest(question="quantum chromodynamics", limit=3))
+    assert len(answer.citations) >= 1
+    assert answer.answer.strip()
+
+
+# Explore.
+
+
+async def test_explore_tag_counts_each_tag(engine: Any, stored: list[str]) -> None:
+    page = await engine.explore(ExploreRequest(facet="tag", limit=10))
+    assert [(b.value, b.count) for b in page.buckets] == [
+        ("lang", 2),
+        ("calendar", 1),
+        ("ops", 1),
+        ("rust", 1),
+        ("style", 1),
+    ]
+    assert (page.total, page.missing, page.more_buckets, page.truncated) == (5, 1, 0, False)
+
+
+async def test_explore_cuts_to_limit_and_says_how_many_were_cut(engine: Any, stored: list[str]) -> None:
+    page = await engine.explore(ExploreRequest(facet="tag", limit=2))
+    assert [(b.value, b.count) for b in page.buckets] == [("lang", 2), ("calendar", 1)]
+    assert page.more_buckets == 3
+
+
+async def test_explore_namespace_facet_and_narrowing(engine: Any, stored: list[str]) -> None:
+    page = await engine.explore(ExploreRequest(facet="namespace", limit=10))
+    counts = {b.value: b.count for b in page.buckets}
+    assert counts == {"root": 2, "team:acme": 1, "team:acme/agent:writer": 1, "team:acme/agent:reviewer": 1}
+    for bucket in page.buckets:
+        narrowed = narrow("namespace", bucket.value)
+        assert len(await all_ids(engine, narrowed)) == bucket.count
+
+
+@pytest.mark.parametrize(
+    ("facet", "expected", "missing"),
+    [
+        ("kind", {"learning": 2, "document": 2, "conversation": 1}, 0),
+        ("source", {"agent": 4, "conversation": 1}, 0),
+        ("source_id", {"chat-9": 1}, 4),
+        ("folder", {"/notes/rust": 1, "/notes/python": 1}, 3),
+        ("file_path", {"/notes/rust/ownership.md": 1}, 4),
+        ("language", {"en": 1}, 4),
+        ("thread", {"t-1": 1}, 4),
+        ("agent", {"agent-7": 1}, 4),
+        ("tool_call", {"search": 1}, 4),
+        ("workspace", {}, 5),
+    ],
+)
+async def test_explore_every_facet_narrows_back(
+    engine: Any, stored: list[str], facet: str, expected: dict[str, int], missing: int
+) -> None:
+    page = await engine.explore(ExploreRequest(facet=facet, limit=10))  # type: ignore[arg-type]
+    assert {b.value: b.count for b in page.buckets} == expected
+    assert page.missing == missing and page.total == 5
+    for bucket in page.buckets:
+        assert len(await all_ids(engine, narrow(facet, bucket.value))) == bucket.count
+
+
+async def test_explore_respects_the_filter(engine: Any, stored: list[str]) -> None:
+    page = await engine.explore(ExploreRequest(facet="kind", filter=Filter(tags_any=["lang"]), limit=10))
+    assert [(b.value, b.count) for b in page.buckets] == [("document", 2)]
+    assert page.total == 2
+
+
+async def test_explore_orders_ties_by_code_point(engine: Any) -> None:
+    await engine.store_many([learning(f"t{n}", tags=[tag]) for n, tag in enumerate(["b", "B", "a", "_"])])
+    page = await engine.explore(ExploreRequest(facet="tag", limit=10))
+    assert [b.value for b in page.buckets] == ["B", "_", "a", "b"]
