@@ -31,6 +31,8 @@ class Settings(BaseSettings):
     embedder: str = "wordllama"
     embedding_dim: int = 256
     hnsw_ef_search: int = 100
+    # relaxed_order, strict_order or off: how a filtered vector search keeps walking the index.
+    hnsw_iterative_scan: str = "relaxed_order"
 
     # HTTP.
     api_keys: SecretStr | None = None

@@ -121,6 +121,7 @@ class PostgresEngine:
         connect_timeout_s: float = 5.0,
         statement_timeout_ms: int = 15_000,
         ef_search: int = 100,
+        iterative_scan: str = "relaxed_order",
     ) -> PostgresEngine:
         """Open the pool and read the settings the schema was made with."""
         engine = create_async_engine(
@@ -137,7 +138,7 @@ class PostgresEngine:
                     "jit": "off",  # JIT compiles cost more than these short queries take
                     "hnsw.ef_search": str(ef_search),
                     # A filtered vector search keeps scanning the index until it has enough rows.
-                    "hnsw.iterative_scan": "relaxed_order",
+                    "hnsw.iterative_scan": iterative_scan,
                 },
             },
         )
@@ -169,16 +170,17 @@ class PostgresEngine:
             )
             rows = await connection.execute(text("SELECT key, value FROM engram_settings"))
             settings = {row.key: row.value for row in rows}
-        if settings["embedder"] != embedder.name:
-            raise ConfigError(
-                f"the database holds vectors of {settings['embedder']} but the configured embedder is "
-                f"{embedder.name}: run `engram reembed` to switch"
-            )
-        if int(settings["embedding_dim"]) != embedder.dimension:
-            raise ConfigError(
-                f"the database was made for {settings['embedding_dim']}-dimensional vectors but the embedder "
-                f"gives {embedder.dimension}: run `engram reembed` to switch"
-            )
+            # Refused inside the transaction, so a refused start does not leave its claim behind.
+            if settings["embedder"] != embedder.name:
+                raise ConfigError(
+                    f"the database holds vectors of {settings['embedder']} but the configured embedder is "
+                    f"{embedder.name}: run `engram reembed` to switch"
+                )
+            if int(settings["embedding_dim"]) != embedder.dimension:
+                raise ConfigError(
+                    f"the database was made for {settings['embedding_dim']}-dimensional vectors but the embedder "
+                    f"gives {embedder.dimension}: run `engram reembed` to switch"
+                )
         return settings
 
     @property

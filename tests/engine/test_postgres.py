@@ -1,0 +1,176 @@
+"""What only the PostgreSQL engine must show: races, paging under writers, scale, atomicity."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections import Counter
+from typing import Any
+
+import pytest
+from sqlalchemy import text
+
+from app.contract.errors import EngineFailure
+from app.contract.items import ITEM_ADAPTER, StoredItem
+from app.contract.meta import Filter
+from app.contract.requests import ExploreRequest, FetchRequest, ListRequest
+from app.engine.postgres.engine import PostgresEngine
+
+
+def learning(text_: str, **meta: Any) -> StoredItem:
+    return ITEM_ADAPTER.validate_python(
+        {"type": "learning", "text": text_, "kind": "fact", "confidence": 0.5, "meta": meta}
+    )
+
+
+async def count_rows(engine: PostgresEngine) -> tuple[int, int]:
+    async with engine.database.connect() as connection:
+        items = await connection.scalar(text("SELECT count(*) FROM engram_items"))
+        vectors = await connection.scalar(text("SELECT count(*) FROM engram_embeddings"))
+    return int(items or 0), int(vectors or 0)
+
+
+async def test_concurrent_identical_stores_make_one_row(pg_engine: PostgresEngine) -> None:
+    item = learning("the same fact, told twenty times at once")
+    receipts = await asyncio.gather(*(pg_engine.store(item) for _ in range(20)))
+    assert {r.id for r in receipts} == {item.validate().fingerprint()}
+    assert sorted(r.replayed for r in receipts) == [False] + [True] * 19
+    assert await count_rows(pg_engine) == (1, 1)
+
+
+async def test_concurrent_overlapping_batches_make_one_row_each(pg_engine: PostgresEngine) -> None:
+    items = [learning(f"overlap {n}") for n in range(30)]
+    batches = [items[i : i + 20] for i in range(0, 20, 5)]
+    results = await asyncio.gather(*(pg_engine.store_many(b) for b in batches))
+    by_id: dict[str, int] = Counter()
+    for receipts in results:
+        for receipt in receipts:
+            by_id[receipt.id] += not receipt.replayed
+    assert all(written == 1 for written in by_id.values())
+    assert await count_rows(pg_engine) == (len(by_id), len(by_id))
+
+
+async def test_list_paging_under_concurrent_writers_neither_skips_nor_repeats(pg_engine: PostgresEngine) -> None:
+    initial = [r.id for r in await pg_engine.store_many([learning(f"present from the start {n}") for n in range(60)])]
+    stop = asyncio.Event()
+
+    async def writer(worker: int) -> None:
+        n = 0
+        while not stop.is_set():
+            await pg_engine.store(learning(f"written while paging {worker}-{n}"))
+            n += 1
+
+    writers = [asyncio.create_task(writer(w)) for w in range(3)]
+    seen: list[str] = []
+    cursor = None
+    try:
+        while True:
+            page = await pg_engine.list(ListRequest(limit=7, cursor=cursor))
+            seen += [h.id for h in page.items]
+            cursor = page.next_cursor
+            await asyncio.sleep(0)
+            if cursor is None:
+                break
+    finally:
+        stop.set()
+        await asyncio.gather(*writers)
+    assert len(seen) == len(set(seen)), "an item was returned twice"
+    assert set(initial) <= set(seen), "an item present for the whole paging was skipped"
+
+
+async def test_explore_over_ten_thousand_items_is_exact(pg_engine: PostgresEngine) -> None:
+    rng = random.Random(7)
+    tags = [f"tag{n:02d}" for n in range(25)]
+    namespaces = ["", "team:a", "team:a/agent:x", "team:b", "team:b/agent:y/project:p"]
+    items = []
+    for n in range(10_000):
+        chosen = rng.sample(tags, rng.randint(0, 3))
+        items.append(learning(f"fact {n}", tags=chosen, namespace=rng.choice(namespaces)))
+    for start in range(0, len(items), 100):
+        await pg_engine.store_many(items[start : start + 100])
+    expected_tags: Counter[str] = Counter(t for i in items for t in set(i.meta.tags or ()))
+    page = await pg_engine.explore(ExploreRequest(facet="tag", limit=500))
+    assert {b.value: b.count for b in page.buckets} == expected_tags
+    assert page.total == 10_000
+    assert page.missing == sum(1 for i in items if not i.meta.tags)
+    assert page.truncated is False
+    counts = [b.count for b in page.buckets]
+    assert counts == sorted(counts, reverse=True)
+    by_namespace = await pg_engine.explore(ExploreRequest(facet="namespace", limit=10))
+    expected_ns = Counter((i.meta.namespace or "root") for i in items)
+    assert {b.value: b.count for b in by_namespace.buckets} == expected_ns
+
+
+NATURAL_QUESTIONS = [
+    ("How do I configure the nginx reverse proxy?", "nginx reverse proxy configuration lives in /etc/nginx"),
+    ("What was decided about the database migration?", "we decided to run the database migration on sunday"),
+    ("Who is responsible for the billing service?", "maria owns the billing service and its alerts"),
+    ("Which python version does the project use?", "the project pins python 3.11 in pyproject"),
+]
+
+
+async def test_keyword_fetch_answers_natural_language_questions(pg_engine: PostgresEngine) -> None:
+    filler = [learning(f"unrelated note {n} about gardening and tomatoes") for n in range(40)]
+    answers = [learning(a) for _, a in NATURAL_QUESTIONS]
+    ids = [r.id for r in await pg_engine.store_many(filler + answers)][-len(answers) :]
+    for (question, _), expected in zip(NATURAL_QUESTIONS, ids, strict=True):
+        page = await pg_engine.fetch(FetchRequest(query=question, mode="keyword", limit=3))
+        assert page.hits and page.hits[0].id == expected, question
+
+
+async def test_selective_filter_in_vector_mode_still_fills_the_page(
+    pg_engine: PostgresEngine, database_url: str, embedder: Any
+) -> None:
+    items = [learning(f"common note {n}", tags=["common"]) for n in range(2_000)]
+    rare = [learning(f"rare note {n}", tags=["rare"]) for n in range(15)]
+    for start in range(0, len(items), 100):
+        await pg_engine.store_many(items[start : start + 100])
+    await pg_engine.store_many(rare)
+    # Make the planner walk the HNSW index, and the index stop after ef_search candidates
+    # (as a scan stops at hnsw.max_scan_tuples on a far larger table): only the exact
+    # fallback can then fill the page.
+    async with pg_engine.database.begin() as connection:
+        await connection.execute(text("ALTER DATABASE postgres SET enable_sort = off"))
+    short_sighted = await PostgresEngine.connect(database_url, embedder, ef_search=40, iterative_scan="off")
+    try:
+        for mode in ("vector", "hybrid"):
+            page = await short_sighted.fetch(
+                FetchRequest(query="note", mode=mode, filter=Filter(tags_any=["rare"]), limit=10)  # type: ignore[arg-type]
+            )
+            assert len(page.hits) == 10, mode
+            assert all(h.meta.tags == ["rare"] for h in page.hits)
+    finally:
+        await short_sighted.close()
+        async with pg_engine.database.begin() as connection:
+            await connection.execute(text("ALTER DATABASE postgres RESET enable_sort"))
+
+
+async def test_a_failed_store_many_write_leaves_nothing_half_written(pg_engine: PostgresEngine) -> None:
+    batch = [learning(f"batch item {n}") for n in range(5)]
+    doomed = batch[3].validate().fingerprint()
+    async with pg_engine.database.begin() as connection:
+        await connection.execute(
+            text(
+                "CREATE FUNCTION engram_test_fail() RETURNS trigger LANGUAGE plpgsql AS $$ "
+                f"BEGIN IF NEW.item_id = '{doomed}' THEN RAISE EXCEPTION 'injected failure'; END IF; "
+                "RETURN NEW; END $$"
+            )
+        )
+        await connection.execute(
+            text(
+                "CREATE TRIGGER engram_test_fail BEFORE INSERT ON engram_embeddings "
+                "FOR EACH ROW EXECUTE FUNCTION engram_test_fail()"
+            )
+        )
+    try:
+        with pytest.raises(EngineFailure) as caught:
+            await pg_engine.store_many(batch)
+        assert "injected" not in caught.value.message and "INSERT" not in caught.value.message
+        assert await count_rows(pg_engine) == (0, 0)
+    finally:
+        async with pg_engine.database.begin() as connection:
+            await connection.execute(text("DROP TRIGGER engram_test_fail ON engram_embeddings"))
+            await connection.execute(text("DROP FUNCTION engram_test_fail()"))
+    receipts = await pg_engine.store_many(batch)
+    assert not any(r.replayed for r in receipts)
+    assert await count_rows(pg_engine) == (5, 5)
