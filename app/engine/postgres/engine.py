@@ -246,6 +246,16 @@ class PostgresEngine:
     async def _insert(self, connection: AsyncConnection, items: dict[str, StoredItem]) -> set[str]:
         if not items:
             return set()
+        # Overlapping batches written at once wait on each other's new rows in batch order,
+        # and two batches in opposite orders deadlock. One lock per id, taken in one global
+        # order first, makes the later batch wait for the earlier instead.
+        await connection.execute(
+            text(
+                "SELECT pg_advisory_xact_lock(hashtext('engram_items'), h) FROM "
+                "(SELECT DISTINCT hashtext(k) AS h FROM unnest(CAST(:ids AS text[])) AS k ORDER BY h) AS locks"
+            ),
+            {"ids": list(items)},
+        )
         rows: dict[str, list[Any]] = {
             k: [] for k in ("ids", "kinds", "nss", "texts", "metas", "items", "conf", "obs", "srcs")
         }

