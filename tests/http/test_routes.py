@@ -154,7 +154,13 @@ async def test_store_many_size_bounds(client: httpx.AsyncClient, count: int) -> 
         {"type": "learning", "text": "", "kind": "fact", "confidence": 0.5},
         {"type": "learning", "text": "x", "kind": "fact", "confidence": -0.1},
         {"type": "learning", "text": "x", "kind": "fact", "confidence": 0.5, "meta": {"namespace": "Team:acme"}},
-        {"type": "learning", "text": "x", "kind": "fact", "confidence": 0.5, "meta": {"turns": {"first": 2, "last": 1}}},
+        {
+            "type": "learning",
+            "text": "x",
+            "kind": "fact",
+            "confidence": 0.5,
+            "meta": {"turns": {"first": 2, "last": 0}},
+        },
         {"type": "learning", "text": "nul \u0000 here", "kind": "fact", "confidence": 0.5},
     ],
 )
@@ -185,9 +191,7 @@ async def test_items_read_back_exactly_and_without_nulls(client: httpx.AsyncClie
     assert document["text"] == "# Rust\n\nOwnership moves values."
     assert document["meta"]["observed_at"] == "2026-10-04T07:30:00.12Z"
     assert "confidence" not in document
-    assert conversation["text"] == (
-        "user: which editor do I use?\nassistant: vim, with tabs [tools: lookup (x1), t]"
-    )
+    assert conversation["text"] == ("user: which editor do I use?\nassistant: vim, with tabs [tools: lookup (x1), t]")
 
 
 async def test_null_in_a_request_means_unset(client: httpx.AsyncClient) -> None:
