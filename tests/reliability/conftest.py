@@ -6,11 +6,11 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.reliability.live import LiveServer, live_server
+from tests.reliability.live import LiveServer, live_server, scratch
 
 
 @pytest.fixture(scope="module")
-def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+def live() -> Iterator[LiveServer]:
     """An ``engram serve`` with auth on and its embedded database, shared by one module's tests."""
-    with live_server(tmp_path_factory.mktemp("live")) as server:
+    with scratch("live") as tmp, live_server(tmp) as server:
         yield server

@@ -7,12 +7,15 @@ under a running service, and the log lines a deployment would keep.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -26,6 +29,20 @@ from app.engine.postgres.embedded import start_embedded
 
 ENGRAM = str(Path(sys.executable).with_name("engram"))
 START_TIMEOUT_S = 90.0
+
+
+@contextlib.contextmanager
+def scratch(prefix: str) -> Iterator[Path]:
+    """A directory under the system temp dir, removed afterwards.
+
+    Not pytest's ``tmp_path``: a concurrent pytest run resets ``/tmp/pytest-of-<user>``
+    to mode 700, and the embedded server runs as another user (``pgserver``) when we are root.
+    """
+    path = Path(tempfile.mkdtemp(prefix=f"engram-{prefix}-"))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def free_port() -> int:
@@ -73,6 +90,8 @@ class Database:
 
     def close(self) -> None:
         self.server.cleanup()
+        # Done here; the library's own exit hook would log to streams pytest has closed.
+        atexit.unregister(self.server._cleanup)
 
 
 @dataclass
