@@ -14,11 +14,13 @@ from pydantic import (
     SerializerFunctionWrapHandler,
     Strict,
     model_serializer,
+    model_validator,
 )
 
 from app.contract.errors import InvalidRequest
 from app.contract.limits import DEFAULT_LIMITS, Limits
 from app.contract.namespaces import Namespace, Reach, normalise_namespace
+from app.contract.nulls import drop_unset_nulls
 from app.contract.text import check_storable
 
 SourceKind = Literal["folder", "file", "conversation", "agent", "import"]
@@ -30,13 +32,19 @@ ITEM_KINDS: tuple[str, ...] = ("document", "conversation", "learning")
 def _to_utc(value: datetime) -> datetime:
     if value.tzinfo is None or value.utcoffset() is None:
         raise ValueError("timestamp must carry a time zone offset (RFC 3339)")
-    return value.astimezone(UTC)
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:
+        # 0001-01-01T00:30:00+01:00 has no UTC instant in Python's range: a bad
+        # value (422), not an unhandled exception (500).
+        raise ValueError("timestamp is out of range once converted to utc") from None
 
 
 def format_instant(value: datetime) -> str:
     """UTC with a ``Z``; a fraction only when non-zero, without trailing zeros."""
     value = value.astimezone(UTC)
-    text = value.strftime("%Y-%m-%dT%H:%M:%S")
+    # isoformat, not strftime("%Y"): the year keeps its four digits (0999, not 999).
+    text = value.replace(tzinfo=None, microsecond=0).isoformat(timespec="seconds")
     if value.microsecond:
         text += "." + f"{value.microsecond:06d}".rstrip("0")
     return text + "Z"
@@ -64,6 +72,11 @@ class Closed(Wire):
     """Requests are closed (an unknown key is refused) and typed strictly."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _null_is_unset(cls, data: Any) -> Any:
+        return drop_unset_nulls(cls, data)
 
 
 class Source(Closed):

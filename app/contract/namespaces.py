@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, model_validator
 
 from app.contract.errors import InvalidRequest
+from app.contract.nulls import drop_unset_nulls
 
 SEGMENT_KINDS = ("agent", "team", "user", "ws", "project", "source")
 MAX_DEPTH = 8
@@ -41,7 +43,8 @@ class Namespace:
                     f"namespace segment {part!r} must be kind:id with kind one of {', '.join(SEGMENT_KINDS)}"
                 )
             if not _SEGMENT_ID.fullmatch(ident):
-                raise InvalidRequest(f"namespace segment id {ident!r} must be 1-128 characters of A-Z a-z 0-9 _ -")
+                # Lowercase words, not "A-Z": messages are lowercase apart from quoted values.
+                raise InvalidRequest(f"namespace segment id {ident!r} must be 1-128 ascii letters, digits, '_' or '-'")
             segments.append((kind, ident))
         return cls(tuple(segments))
 
@@ -84,6 +87,11 @@ class Reach(BaseModel):
     at: str = Namespace.ROOT_NAME
     inherit: bool = True
     descendants: bool = False
+
+    @model_validator(mode="before")
+    @classmethod
+    def _null_is_unset(cls, data: Any) -> Any:
+        return drop_unset_nulls(cls, data)
 
     @property
     def node(self) -> Namespace:
