@@ -1,0 +1,104 @@
+"""``engram reembed``: switch a database to the configured embedder by re-embedding every item.
+
+The service refuses to start when the configured embedder is not the one the
+database's vectors were made with; this is the documented way past that. It
+runs in one transaction, so a failure half way leaves the old vectors intact:
+old vectors out, the column retyped when the dimension changes, new vectors in
+(keyset batches over ``seq``), the HNSW index rebuilt, the settings rewritten.
+Writers wait for it (the items table is locked against writes); stop the
+service first anyway, since it still runs the old embedder.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncConnection, create_async_engine
+from tqdm import tqdm
+
+from app.contract.errors import ConfigError
+from app.embeddings.protocol import Embedder
+from app.embeddings.registry import build_embedder
+from app.engine.postgres.engine import vector_literal
+from app.engine.postgres.errors import database_errors
+from app.engine.postgres.schema import async_url, ensure_current
+from app.engine.postgres.service import resolve_database
+from app.settings import Settings
+
+INDEX = "engram_embeddings_hnsw"
+# Used only if the index is missing; otherwise its own definition is replayed.
+DEFAULT_INDEX_DDL = f"CREATE INDEX {INDEX} ON engram_embeddings USING hnsw (embedding vector_cosine_ops)"
+# For pgvector a column's type modifier is its dimension.
+COLUMN_DIMENSION = (
+    "SELECT atttypmod FROM pg_attribute WHERE attrelid = 'engram_embeddings'::regclass AND attname = 'embedding'"
+)
+INSERT_VECTORS = (
+    "INSERT INTO engram_embeddings (item_id, model, embedding) "
+    "SELECT t.id, :model, t.v::vector FROM unnest(CAST(:ids AS text[]), CAST(:vs AS text[])) AS t(id, v)"
+)
+
+
+async def reembed(settings: Settings, *, batch_size: int = 256) -> int:
+    """Re-embed every item with the configured embedder; the process exit code."""
+    if batch_size < 1:
+        raise ConfigError("batch size must be at least 1")
+    embedder = build_embedder(settings.embedder, settings.embedding_dim)
+    url = await resolve_database(settings)
+    engine = create_async_engine(async_url(url))
+    try:
+        with database_errors():
+            await ensure_current(engine)
+            async with engine.begin() as connection:
+                count = await _reembed(connection, embedder, batch_size)
+    finally:
+        await engine.dispose()
+    print(f"engram: re-embedded {count} items with {embedder.name} ({embedder.dimension} dimensions)", flush=True)
+    return 0
+
+
+async def _reembed(connection: AsyncConnection, embedder: Embedder, batch_size: int) -> int:
+    # Reads go on; stores and forgets wait, so no item is left without a vector.
+    await connection.execute(text("LOCK TABLE engram_items IN SHARE MODE"))
+    await connection.execute(text("LOCK TABLE engram_embeddings IN ACCESS EXCLUSIVE MODE"))
+    index_ddl = await connection.scalar(
+        text("SELECT indexdef FROM pg_indexes WHERE tablename = 'engram_embeddings' AND indexname = :name"),
+        {"name": INDEX},
+    )
+    # A bulk load then one index build is far faster than growing the index row by row.
+    await connection.execute(text(f"DROP INDEX IF EXISTS {INDEX}"))
+    await connection.execute(text("TRUNCATE engram_embeddings"))
+    current = await connection.scalar(text(COLUMN_DIMENSION))
+    if current != embedder.dimension:
+        await connection.execute(
+            text(f"ALTER TABLE engram_embeddings ALTER COLUMN embedding TYPE vector({int(embedder.dimension)})")
+        )
+    total = int(await connection.scalar(text("SELECT count(*) FROM engram_items")) or 0)
+    done, after = 0, 0
+    with tqdm(total=total, unit="item", desc="re-embedding", file=sys.stderr) as progress:
+        while True:
+            rows = (
+                await connection.execute(
+                    text("SELECT seq, id, text FROM engram_items WHERE seq > :after ORDER BY seq LIMIT :n"),
+                    {"after": after, "n": batch_size},
+                )
+            ).all()
+            if not rows:
+                break
+            vectors = await embedder.embed([row.text for row in rows])
+            await connection.execute(
+                text(INSERT_VECTORS),
+                {"model": embedder.name, "ids": [row.id for row in rows], "vs": [vector_literal(v) for v in vectors]},
+            )
+            after = rows[-1].seq
+            done += len(rows)
+            progress.update(len(rows))
+    await connection.execute(text(index_ddl or DEFAULT_INDEX_DDL))
+    await connection.execute(
+        text(
+            "INSERT INTO engram_settings (key, value) VALUES ('embedder', :model), ('embedding_dim', :dim) "
+            "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value"
+        ),
+        {"model": embedder.name, "dim": str(embedder.dimension)},
+    )
+    return done

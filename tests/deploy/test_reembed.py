@@ -1,0 +1,207 @@
+"""Switching the embedder of a database that holds items: refused at start, done by `engram reembed`."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+
+import pytest
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import create_async_engine
+
+from app.contract.errors import ConfigError
+from app.contract.items import StoredItem
+from app.contract.requests import FetchRequest, ListRequest
+from app.embeddings.wordllama import WordLlamaEmbedder
+from app.engine.postgres import schema
+from app.engine.postgres.engine import PostgresEngine
+from app.engine.postgres.reembed import _reembed, reembed
+from app.main import create_app
+from app.settings import Settings
+from tests.deploy.scratch import ScratchServer, free_port, learnings, run_engram, scratch_server
+
+REFUSED_128 = (
+    "configuration error: the database holds vectors of wordllama-l2-supercat-256 but the configured embedder "
+    "is wordllama-l2-supercat-128: run `engram reembed` to switch"
+)
+
+
+@pytest.fixture(scope="module")
+def scratch() -> Iterator[ScratchServer]:
+    with scratch_server() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def embedder_128() -> WordLlamaEmbedder:
+    return WordLlamaEmbedder(128)
+
+
+async def _database_with(scratch: ScratchServer, items: list[StoredItem], embedder: WordLlamaEmbedder) -> str:
+    """A migrated database (256 dimensions) holding ``items``, claimed by ``embedder``."""
+    url = scratch.new_database()
+    await asyncio.to_thread(schema.upgrade, url, embedding_dim=256, text_search_config="english")
+    engine = await PostgresEngine.connect(url, embedder)
+    try:
+        if items:
+            await engine.store_many(items)
+    finally:
+        await engine.close()
+    return url
+
+
+async def _query(url: str, sql: str) -> list[tuple[object, ...]]:
+    engine = create_async_engine(schema.async_url(url))
+    try:
+        async with engine.connect() as connection:
+            return [tuple(row) for row in await connection.execute(text(sql))]
+    finally:
+        await engine.dispose()
+
+
+async def _vector_layout(url: str) -> tuple[object, object, object]:
+    """(column type, index method, settings) of the embeddings table."""
+    [(column,)] = await _query(
+        url,
+        "SELECT format_type(atttypid, atttypmod) FROM pg_attribute "
+        "WHERE attrelid = 'engram_embeddings'::regclass AND attname = 'embedding'",
+    )
+    [(index,)] = await _query(url, "SELECT indexdef FROM pg_indexes WHERE indexname = 'engram_embeddings_hnsw'")
+    settings = dict(await _query(url, "SELECT key, value FROM engram_settings WHERE key <> 'cursor_secret'"))
+    return column, "USING hnsw (embedding vector_cosine_ops)" in str(index), settings
+
+
+async def _nearest(engine: PostgresEngine, item: StoredItem) -> str:
+    page = await engine.fetch(FetchRequest(query=item.render_text(), mode="vector", limit=1))
+    return page.hits[0].id
+
+
+async def test_changing_the_embedder_is_refused_at_start(scratch: ScratchServer, embedder: WordLlamaEmbedder) -> None:
+    url = await _database_with(scratch, learnings(3), embedder)
+    app = create_app(Settings(database_url=url, embedding_dim=128))
+    with pytest.raises(ConfigError) as caught:
+        async with app.router.lifespan_context(app):
+            pass
+    assert caught.value.message == REFUSED_128
+
+    served = run_engram("serve", "--port", str(free_port()), database_url=url, embedding_dim="128", timeout=120)
+    assert served.returncode == 2
+    assert served.stderr.strip().splitlines()[-1] == f"engram: {REFUSED_128}"
+    assert "Traceback" not in served.stderr + served.stdout
+
+
+async def test_a_refused_start_leaves_the_database_as_it_was(
+    scratch: ScratchServer, embedder: WordLlamaEmbedder, embedder_128: WordLlamaEmbedder
+) -> None:
+    """A database migrated but never served is not claimed by an embedder that was refused."""
+    url = scratch.new_database()
+    await asyncio.to_thread(schema.upgrade, url, embedding_dim=256, text_search_config="english")
+    with pytest.raises(ConfigError, match="256-dimensional vectors but the embedder gives 128"):
+        await PostgresEngine.connect(url, embedder_128)
+    engine = await PostgresEngine.connect(url, embedder)
+    await engine.close()
+
+
+async def test_reembed_switches_the_dimension_end_to_end(
+    scratch: ScratchServer, embedder: WordLlamaEmbedder, embedder_128: WordLlamaEmbedder
+) -> None:
+    items = learnings(30)
+    ids = [item.fingerprint() for item in items]
+    url = await _database_with(scratch, items, embedder)
+    assert await _vector_layout(url) == (
+        "vector(256)",
+        True,
+        {"embedder": "wordllama-l2-supercat-256", "embedding_dim": "256", "text_search_config": "english"},
+    )
+
+    result = run_engram("reembed", "--batch-size", "7", database_url=url, embedding_dim="128")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "engram: re-embedded 30 items with wordllama-l2-supercat-128 (128 dimensions)"
+    assert "re-embedding" in result.stderr and "30/30" in result.stderr  # the progress bar, on stderr
+    assert await _vector_layout(url) == (
+        "vector(128)",
+        True,
+        {"embedder": "wordllama-l2-supercat-128", "embedding_dim": "128", "text_search_config": "english"},
+    )
+    assert await _query(url, "SELECT model, count(*) FROM engram_embeddings GROUP BY model") == [
+        ("wordllama-l2-supercat-128", 30)
+    ]
+
+    # The service now starts with the new embedder, and finds every item by its meaning.
+    engine = await PostgresEngine.connect(url, embedder_128)
+    try:
+        assert [hit.id for hit in (await engine.list(ListRequest(limit=100))).items] == ids
+        for item in items[:: len(items) // 6]:
+            assert await _nearest(engine, item) == item.fingerprint()
+        [fresh] = learnings(1, topic="after the switch")
+        await engine.store(fresh)
+        assert await _nearest(engine, fresh) == fresh.fingerprint()
+    finally:
+        await engine.close()
+    with pytest.raises(ConfigError, match="run `engram reembed`"):
+        await PostgresEngine.connect(url, embedder)
+
+    # And back again, in process, in batches smaller than the data.
+    assert await reembed(Settings(database_url=url, embedding_dim=256), batch_size=4) == 0
+    engine = await PostgresEngine.connect(url, embedder)
+    try:
+        assert len((await engine.list(ListRequest(limit=100))).items) == 31
+        assert await _nearest(engine, items[3]) == ids[3]
+    finally:
+        await engine.close()
+
+
+class _FailsOnSecondBatch:
+    """A real embedder that breaks half way, as a crash or a full disk would."""
+
+    def __init__(self, inner: WordLlamaEmbedder) -> None:
+        self._inner, self._calls = inner, 0
+        self.name, self.dimension = inner.name, inner.dimension
+
+    async def embed(self, texts: list[str]) -> list[list[float]]:
+        self._calls += 1
+        if self._calls == 2:
+            raise RuntimeError("embedder broke")
+        return await self._inner.embed(texts)
+
+
+async def test_a_failed_reembed_leaves_the_old_vectors_in_place(
+    scratch: ScratchServer, embedder: WordLlamaEmbedder, embedder_128: WordLlamaEmbedder
+) -> None:
+    items = learnings(12)
+    url = await _database_with(scratch, items, embedder)
+    before = await _vector_layout(url)
+    database = create_async_engine(schema.async_url(url))
+    try:
+        with pytest.raises(RuntimeError, match="embedder broke"):
+            async with database.begin() as connection:
+                await _reembed(connection, _FailsOnSecondBatch(embedder_128), batch_size=5)
+    finally:
+        await database.dispose()
+    assert await _vector_layout(url) == before
+    engine = await PostgresEngine.connect(url, embedder)
+    try:
+        assert await _nearest(engine, items[7]) == items[7].fingerprint()
+    finally:
+        await engine.close()
+
+
+async def test_reembed_of_an_empty_database(scratch: ScratchServer) -> None:
+    url = await _database_with(scratch, [], WordLlamaEmbedder(256))
+    assert await reembed(Settings(database_url=url, embedding_dim=64), batch_size=10) == 0
+    column, indexed, settings = await _vector_layout(url)
+    assert (column, indexed, settings["embedding_dim"]) == ("vector(64)", True, "64")
+    engine = await PostgresEngine.connect(url, WordLlamaEmbedder(64))
+    await engine.close()
+
+
+async def test_reembed_refuses_a_schema_that_is_behind(scratch: ScratchServer) -> None:
+    url = scratch.new_database()
+    with pytest.raises(ConfigError, match="run `engram migrate`"):
+        await reembed(Settings(database_url=url), batch_size=10)
+
+
+def test_reembed_refuses_a_batch_size_below_one(scratch: ScratchServer) -> None:
+    result = run_engram("reembed", "--batch-size", "0", database_url=scratch.new_database(), timeout=120)
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines()[-1] == "engram: configuration error: batch size must be at least 1"

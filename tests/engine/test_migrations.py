@@ -1,0 +1,218 @@
+"""Migrations a deployment can trust, against a server reached by URL (issue 4).
+
+Each test takes a fresh database on a scratch server of its own (tests/deploy/scratch.py),
+so the shared test schema is never touched.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from importlib import resources
+from pathlib import Path
+
+import pytest
+from alembic.config import Config
+from alembic.script import ScriptDirectory
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import create_async_engine
+
+from app.contract.errors import ConfigError
+from app.contract.requests import FetchRequest, ListRequest
+from app.embeddings.wordllama import WordLlamaEmbedder
+from app.engine.postgres import schema
+from app.engine.postgres.engine import PostgresEngine
+from app.main import create_app
+from app.settings import Settings
+from tests.deploy.scratch import ScratchServer, free_port, learnings, run_engram, scratch_server
+
+MIGRATE_HINT = "run `engram migrate`"
+
+
+@pytest.fixture(scope="module")
+def scratch() -> Iterator[ScratchServer]:
+    with scratch_server() as server:
+        yield server
+
+
+async def _upgrade(url: str, revision: str = "head", dim: int = 256) -> None:
+    await asyncio.to_thread(schema.upgrade, url, embedding_dim=dim, text_search_config="english", revision=revision)
+
+
+async def _downgrade(url: str, revision: str) -> None:
+    await asyncio.to_thread(schema.downgrade, url, revision=revision)
+
+
+async def _scalar(url: str, sql: str) -> object:
+    engine = create_async_engine(schema.async_url(url))
+    try:
+        async with engine.connect() as connection:
+            return await connection.scalar(text(sql))
+    finally:
+        await engine.dispose()
+
+
+async def _version(url: str) -> str | None:
+    if not await _scalar(url, "SELECT to_regclass('alembic_version') IS NOT NULL"):
+        return None
+    return await _scalar(url, "SELECT version_num FROM alembic_version")  # type: ignore[return-value]
+
+
+async def _tables(url: str) -> set[str]:
+    engine = create_async_engine(schema.async_url(url))
+    try:
+        async with engine.connect() as connection:
+            rows = await connection.execute(
+                text("SELECT tablename FROM pg_tables WHERE schemaname = 'public' AND tablename LIKE 'engram_%'")
+            )
+            return {row.tablename for row in rows}
+    finally:
+        await engine.dispose()
+
+
+def _revisions() -> list[str]:
+    """Every revision, oldest first."""
+    config = Config()
+    config.set_main_option("script_location", str(resources.files("migrations")))
+    return [script.revision for script in reversed(list(ScriptDirectory.from_config(config).walk_revisions()))]
+
+
+async def _stored_ids(url: str, embedder: WordLlamaEmbedder) -> list[str]:
+    engine = await PostgresEngine.connect(url, embedder)
+    try:
+        page = await engine.list(ListRequest(limit=1000))
+        return [hit.id for hit in page.items]
+    finally:
+        await engine.close()
+
+
+async def test_upgrade_downgrade_upgrade_keeps_what_it_promises(
+    scratch: ScratchServer, embedder: WordLlamaEmbedder
+) -> None:
+    url = scratch.new_database()
+    assert await _version(url) is None
+
+    # Up one revision at a time, each step recorded.
+    for revision in _revisions():
+        await _upgrade(url, revision)
+        assert await _version(url) == revision
+    assert await _tables(url) == {"engram_items", "engram_embeddings", "engram_settings"}
+
+    engine = await PostgresEngine.connect(url, embedder)
+    items = learnings(5)
+    await engine.store_many(items)
+    await engine.close()
+    ids = [item.fingerprint() for item in items]
+
+    # Upgrading a database already at head is a no-op that keeps the data.
+    await _upgrade(url)
+    assert await _version(url) == schema.head_revision()
+    assert await _stored_ids(url, embedder) == ids
+
+    # Down to base one revision at a time: the schema goes entirely.
+    for previous in [*reversed(_revisions()[:-1]), "base"]:
+        await _downgrade(url, previous)
+        assert await _version(url) == (None if previous == "base" else previous)
+    assert await _tables(url) == set()
+
+    # And up again: a working, empty schema.
+    await _upgrade(url)
+    assert await _version(url) == schema.head_revision()
+    assert await _stored_ids(url, embedder) == []
+    engine = await PostgresEngine.connect(url, embedder)
+    try:
+        await engine.store_many(items[:2])
+        page = await engine.fetch(FetchRequest(query=items[1].render_text(), mode="vector", limit=1))
+        assert [hit.id for hit in page.hits] == [ids[1]]
+    finally:
+        await engine.close()
+
+
+async def test_the_vector_column_takes_its_dimension_from_configuration(scratch: ScratchServer) -> None:
+    url = scratch.new_database()
+    await _upgrade(url, dim=64)
+    column = await _scalar(
+        url,
+        "SELECT format_type(atttypid, atttypmod) FROM pg_attribute "
+        "WHERE attrelid = 'engram_embeddings'::regclass AND attname = 'embedding'",
+    )
+    assert column == "vector(64)"
+    assert await _scalar(url, "SELECT value FROM engram_settings WHERE key = 'embedding_dim'") == "64"
+    small = WordLlamaEmbedder(64)
+    engine = await PostgresEngine.connect(url, small)
+    try:
+        await engine.store_many(learnings(3))
+        page = await engine.fetch(FetchRequest(query="violin", mode="vector", limit=3))
+        assert len(page.hits) == 3
+    finally:
+        await engine.close()
+
+
+async def test_engine_refuses_a_database_whose_schema_is_behind(scratch: ScratchServer) -> None:
+    url = scratch.new_database()
+    with pytest.raises(ConfigError) as caught:
+        await PostgresEngine.connect(url, WordLlamaEmbedder())
+    assert caught.value.message == (
+        f"configuration error: database schema is at nothing but this version needs {schema.head_revision()}: "
+        f"{MIGRATE_HINT}"
+    )
+
+
+async def test_app_startup_fails_on_a_schema_that_is_behind(scratch: ScratchServer) -> None:
+    url = scratch.new_database()
+    app = create_app(Settings(database_url=url))
+    with pytest.raises(ConfigError, match="run `engram migrate`"):
+        async with app.router.lifespan_context(app):
+            pass
+    # Nothing was created behind the user's back: the schema is still absent.
+    assert await _version(url) is None
+
+
+async def test_a_stray_revision_is_refused_too(scratch: ScratchServer) -> None:
+    """A database stamped with a revision this version does not know (newer code ran on it)."""
+    url = scratch.new_database()
+    await _upgrade(url)
+    engine = create_async_engine(schema.async_url(url))
+    try:
+        async with engine.begin() as connection:
+            await connection.execute(text("UPDATE alembic_version SET version_num = 'future'"))
+    finally:
+        await engine.dispose()
+    with pytest.raises(ConfigError) as caught:
+        await PostgresEngine.connect(url, WordLlamaEmbedder())
+    assert "database schema is at future" in caught.value.message
+
+
+async def test_engram_migrate_is_idempotent_and_keeps_data(scratch: ScratchServer, embedder: WordLlamaEmbedder) -> None:
+    url = scratch.new_database()
+    first = run_engram("migrate", database_url=url)
+    assert first.returncode == 0, first.stderr
+    assert first.stdout.strip().endswith(f"is at {schema.head_revision()}")
+    engine = await PostgresEngine.connect(url, embedder)
+    items = learnings(3)
+    await engine.store_many(items)
+    await engine.close()
+    again = run_engram("migrate", database_url=url)
+    assert again.returncode == 0, again.stderr
+    assert again.stdout == first.stdout
+    assert await _stored_ids(url, embedder) == [item.fingerprint() for item in items]
+
+
+def test_engram_serve_exits_with_one_line_on_a_schema_that_is_behind(scratch: ScratchServer) -> None:
+    url = scratch.new_database()
+    result = run_engram("serve", "--port", str(free_port()), database_url=url, timeout=120)
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines()[-1] == (
+        f"engram: configuration error: database schema is at nothing but this version needs "
+        f"{schema.head_revision()}: {MIGRATE_HINT}"
+    )
+    assert "Traceback" not in result.stderr + result.stdout
+    assert "listening on" not in result.stdout
+
+
+def test_engram_migrate_reports_an_unreachable_server(tmp_path: Path) -> None:
+    result = run_engram("migrate", database_url=f"postgresql://engram:hunter2@/engram?host={tmp_path}", timeout=120)
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines()[-1].startswith("engram: unavailable: ")
+    assert "Traceback" not in result.stderr + result.stdout
+    assert "hunter2" not in result.stderr + result.stdout
