@@ -58,6 +58,7 @@ async def on_validation_error(request: Request, error: Exception) -> Response:
 async def on_http_error(request: Request, error: Exception) -> Response:
     assert isinstance(error, HTTPException)
     contract_error: EngramError
+    status: int | None = None
     if error.status_code == 404:
         contract_error = NotFound(f"no route {request.method} {request.url.path}")
     elif error.status_code == 405:
@@ -65,8 +66,12 @@ async def on_http_error(request: Request, error: Exception) -> Response:
     elif error.status_code == 413:
         contract_error = PayloadTooLarge("the body is over the configured limit")
     else:
-        contract_error = InvalidRequest("the body could not be read")
-    response = error_response(contract_error, request_id_of(request), status=contract_error.http_status)
+        # FastAPI's 400 is a body its parser gave up on (bytes that are not UTF-8, nesting too
+        # deep to parse): bad JSON, so the 422 of every other unparsable body (contract §7).
+        problem = "the body is not valid json"
+        contract_error = InvalidRequest(problem, details=[{"field": "body", "problem": problem}])
+        status = 422
+    response = error_response(contract_error, request_id_of(request), status=status or contract_error.http_status)
     if error.headers:
         response.headers.update(error.headers)
     return response

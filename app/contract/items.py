@@ -90,6 +90,8 @@ class Document(_ItemBase):
             raise InvalidRequest("a document body must be text: uri bodies are not resolved by this service")
         if is_blank(self.body.text):
             raise InvalidRequest("document body text must not be blank")
+        if self.mime is not None and len(self.mime) > limits.max_field_chars:
+            raise InvalidRequest(f"mime is longer than {limits.max_field_chars} characters")
         self._check_common(limits)
         return self.model_copy(update={"meta": self.meta.validate(limits)})
 
@@ -129,6 +131,8 @@ class Learning(_ItemBase):
             raise InvalidRequest("learning text must not be blank")
         if not 0.0 <= self.confidence <= 1.0:  # NaN fails both comparisons
             raise InvalidRequest("confidence must be a number in 0..1")
+        if self.evidence is not None and len(self.evidence) > limits.max_text_chars:
+            raise InvalidRequest(f"evidence is longer than {limits.max_text_chars} characters")
         self._check_common(limits)
         return self.model_copy(update={"meta": self.meta.validate(limits)})
 

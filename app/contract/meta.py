@@ -89,6 +89,9 @@ class ToolCall(Closed):
     id: str | None = None
 
 
+MAX_JSON_INT = 2**53 - 1
+
+
 class TurnRange(Closed):
     """Zero-based, inclusive turn numbers."""
 
@@ -98,6 +101,9 @@ class TurnRange(Closed):
     def validate(self) -> TurnRange:  # type: ignore[override]
         if self.first > self.last:
             raise InvalidRequest("turns.first must not be greater than turns.last")
+        # Fingerprints are RFC 8785 JSON, which has no integers beyond 2^53 - 1.
+        if self.last > MAX_JSON_INT:
+            raise InvalidRequest(f"turns.last must be at most {MAX_JSON_INT}")
         return self
 
 
@@ -130,8 +136,12 @@ class Meta(Closed):
         ``agent``, an empty tag list dropped.
         """
         check_storable(self.model_dump(exclude_none=True), "meta")
-        for name in (*_EXACT_META_FIELDS, "folder", "file_path"):
-            value = getattr(self, name)
+        fields = {name: getattr(self, name) for name in (*_EXACT_META_FIELDS, "folder", "file_path")}
+        if self.source is not None:
+            fields["source.id"] = self.source.id
+        if self.tool_call is not None:
+            fields |= {"tool_call.name": self.tool_call.name, "tool_call.id": self.tool_call.id}
+        for name, value in fields.items():
             if value is not None and len(value) > limits.max_field_chars:
                 raise InvalidRequest(f"meta.{name} is longer than {limits.max_field_chars} characters")
         tags = self.tags or None
