@@ -78,5 +78,10 @@ def create_app(settings: Settings | None = None, engine_factory: EngineFactory =
             allow_headers=["Authorization", "Content-Type", "X-Request-ID"],
             expose_headers=["X-Request-ID", "Retry-After"],
         )
-    app.add_middleware(Perimeter, api_keys=settings.api_key_list(), max_body_bytes=settings.max_body_bytes)
+    app.add_middleware(
+        Perimeter,
+        api_keys=settings.api_key_list(),
+        max_body_bytes=settings.max_body_bytes,
+        open_preflight=bool(settings.cors_origin_list()),
+    )
     return app

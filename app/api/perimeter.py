@@ -22,10 +22,13 @@ OPEN_ROUTES = {("GET", "/v1/health"), ("HEAD", "/v1/health")}
 
 
 class Perimeter:
-    def __init__(self, app: ASGIApp, *, api_keys: list[str], max_body_bytes: int) -> None:
+    def __init__(self, app: ASGIApp, *, api_keys: list[str], max_body_bytes: int, open_preflight: bool = False) -> None:
         self.app = app
         self._keys = [k.encode() for k in api_keys]
         self._max_body = max_body_bytes
+        # With CORS on, a browser's preflight (which never carries a credential) goes through
+        # to the CORS middleware; without it, a preflight is a request like any other.
+        self._open_preflight = open_preflight
 
     def _authorised(self, headers: Headers) -> bool:
         scheme, _, credential = headers.get("authorization", "").partition(" ")
@@ -52,7 +55,9 @@ class Perimeter:
                 response.headers["WWW-Authenticate"] = "Bearer"
             await response(scope, receive, send)
 
-        if self._keys and (scope["method"], scope["path"]) not in OPEN_ROUTES and not self._authorised(headers):
+        preflight = self._open_preflight and scope["method"] == "OPTIONS" and "access-control-request-method" in headers
+        open_route = preflight or (scope["method"], scope["path"]) in OPEN_ROUTES
+        if self._keys and not open_route and not self._authorised(headers):
             await reply(Unauthorized("a valid bearer api key is required"))
             return
 

@@ -102,7 +102,7 @@ class LiveServer:
     process: subprocess.Popen[bytes]
     log_path: Path
     api_key: str | None
-    bodies: list[bytes] = field(default_factory=list)
+    responses: list[str] = field(default_factory=list)
 
     def logs(self) -> str:
         return self.log_path.read_text(errors="replace")
@@ -111,12 +111,13 @@ class LiveServer:
         return {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
 
     def client(self, *, timeout: float = 60.0, record: bool = False, **kwargs: Any) -> httpx.AsyncClient:
-        """A client with the key; ``record`` keeps every response body in ``bodies``."""
+        """A client with the key; ``record`` keeps every response (headers and body) in ``responses``."""
         hooks: dict[str, list[Any]] = {}
         if record:
 
             async def keep(response: httpx.Response) -> None:
-                self.bodies.append(await response.aread())
+                head = "".join(f"{name}: {value}\n" for name, value in response.headers.items())
+                self.responses.append(head + (await response.aread()).decode("utf-8", "replace"))
 
             hooks["response"] = [keep]
         return httpx.AsyncClient(
