@@ -46,6 +46,8 @@ from app.engine.postgres.errors import classify, database_errors
 from app.engine.postgres.filters import filter_predicate
 from app.engine.postgres.schema import async_url, ensure_current
 
+# The benchmark's raw-SQL baseline (bench/rawsql.py) runs copies of the statements
+# below: change a statement here and change it there too.
 RRF_K = 60
 HIT_COLUMNS = "i.id, i.kind, i.text, i.meta, i.confidence"
 

@@ -1,0 +1,1 @@
+"""Benchmarks: Engram through HTTP beside raw SQL and LangGraph's PostgresStore (``python -m bench``)."""

@@ -1,0 +1,63 @@
+"""Baseline (b): LangGraph's PostgresStore with its pgvector index, our embedder, our dimension.
+
+Mapping: an item is stored under its namespace path split on ``/`` (the root as
+``("root",)``), keyed by its Engram id, with ``{"text": rendered text, "kind",
+"tag_<t>": true per tag}``; only ``text`` is embedded. The namespace-subtree
+reach becomes a namespace-prefix search; ``tags_any: [t]`` becomes the filter
+``{"tag_<t>": true}`` (its filter compares top-level keys only, so a tag list
+cannot be tested directly). LangGraph has no keyword search, so only vector
+search is compared. The index and session settings are LangGraph's defaults
+(HNSW m=16, ef_construction=64; ``hnsw.ef_search`` 40), as a user gets them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from langgraph.store.base import PutOp
+from langgraph.store.postgres.aio import AsyncPostgresStore
+
+from app.embeddings.wordllama import WordLlamaEmbedder
+from bench.corpus import CorpusItem
+
+
+def namespace_tuple(namespace: str) -> tuple[str, ...]:
+    return tuple(namespace.split("/")) if namespace else ("root",)
+
+
+class LangGraphStore:
+    def __init__(self, store: AsyncPostgresStore) -> None:
+        self._store = store
+
+    async def store_batch(self, batch: list[CorpusItem]) -> int:
+        ops = []
+        for item in batch:
+            value: dict[str, Any] = {"text": item.text, "kind": item.row["kind"]}
+            value.update({f"tag_{tag}": True for tag in item.tags})
+            ops.append(PutOp(namespace=namespace_tuple(item.namespace), key=item.id, value=value))
+        await self._store.abatch(ops)
+        return len(ops)
+
+    async def fetch(self, query: str, mode: str, request_filter: dict[str, Any], limit: int = 10) -> list[str]:
+        if mode != "vector":
+            raise ValueError("LangGraph's store searches by vector only")
+        prefix: tuple[str, ...] = ()
+        store_filter: dict[str, Any] | None = None
+        if "reach" in request_filter:
+            prefix = namespace_tuple(request_filter["reach"]["at"])
+        if "tags_any" in request_filter:
+            (tag,) = request_filter["tags_any"]
+            store_filter = {f"tag_{tag}": True}
+        hits = await self._store.asearch(prefix, query=query, filter=store_filter, limit=limit)
+        return [hit.key for hit in hits]
+
+
+@asynccontextmanager
+async def open_store(url: str, embedder: WordLlamaEmbedder) -> AsyncIterator[LangGraphStore]:
+    """Set up the store's tables and index in ``url`` (its own database) and yield it."""
+    index = {"dims": embedder.dimension, "embed": embedder.embed, "fields": ["text"], "distance_type": "cosine"}
+    async with AsyncPostgresStore.from_conn_string(url, index=index) as store:  # type: ignore[arg-type]
+        await store.setup()
+        yield LangGraphStore(store)

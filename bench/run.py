@@ -1,0 +1,352 @@
+"""One measured run at one N: all three systems on one fresh embedded PostgreSQL."""
+
+from __future__ import annotations
+
+import os
+import platform
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Protocol
+
+import asyncpg
+import httpx
+from tqdm import tqdm
+
+from app.contract.meta import Filter
+from app.embeddings.wordllama import WordLlamaEmbedder
+from bench import rawsql
+from bench.corpus import CorpusItem, QuerySet, build_corpus, build_queries
+from bench.engram_http import EngramHttp
+from bench.langgraph_store import open_store
+from bench.proposals import measure_proposals
+from bench.rawsql import RawSql
+from bench.server import Database, embedded_postgres, engram_migrate, engram_serve
+from bench.stats import measure, summary, timed
+
+MODES = ("keyword", "vector", "hybrid")
+VARIANTS = ("none", "tag", "subtree")
+BATCH = 100
+PAGE = 10
+
+
+def say(message: str) -> None:
+    print(f"[bench {datetime.now(UTC):%H:%M:%S}] {message}", flush=True)
+
+
+def bar(total: int, desc: str) -> tqdm:
+    return tqdm(total=total, desc=desc, unit="op", mininterval=2.0, file=sys.stderr, leave=False)
+
+
+def wire_filter(variant: str, tag: str, subtree: str) -> dict[str, Any]:
+    """The three filter variants of every fetch: none, one tag, a namespace subtree."""
+    if variant == "tag":
+        return {"tags_any": [tag]}
+    if variant == "subtree":
+        return {"reach": {"at": subtree, "inherit": False, "descendants": True}}
+    return {}
+
+
+class Store(Protocol):
+    async def store_batch(self, batch: list[CorpusItem]) -> int: ...
+
+
+class Fetcher(Protocol):
+    async def fetch(self, query: str, mode: str, request_filter: dict[str, Any], limit: int = 10) -> list[str]: ...
+
+
+async def ingest(system: Store, corpus: list[CorpusItem], name: str) -> dict[str, Any]:
+    """Batches of 100, one after another; items per second of wall time, embedding included."""
+    batches = [corpus[i : i + BATCH] for i in range(0, len(corpus), BATCH)]
+    samples: list[float] = []
+    written = 0
+    progress = bar(len(corpus), f"{name} ingest")
+    start = time.perf_counter()
+    for batch in batches:
+        elapsed, count = await timed(lambda batch=batch: system.store_batch(batch))
+        samples.append(elapsed)
+        written += count
+        progress.update(len(batch))
+    seconds = time.perf_counter() - start
+    progress.close()
+    if written != len(corpus):
+        raise RuntimeError(f"{name} wrote {written} of {len(corpus)} items")
+    rate = len(corpus) / seconds
+    say(f"{name}: ingested {len(corpus)} items in {seconds:.1f} s ({rate:.0f} items/s)")
+    return {"items": len(corpus), "seconds": round(seconds, 3), "rate": round(rate, 1), "batch_ms": summary(samples)}
+
+
+async def run_calls(calls: Sequence[Callable[[], Awaitable[Any]]], desc: str) -> tuple[dict[str, float], list[Any]]:
+    progress = bar(len(calls), desc)
+
+    def ticking(call: Callable[[], Awaitable[Any]]) -> Callable[[], Awaitable[Any]]:
+        async def run() -> Any:
+            result = await call()
+            progress.update(1)
+            return result
+
+        return run
+
+    try:
+        return await measure([ticking(c) for c in calls], warmup=min(10, len(calls)))
+    finally:
+        progress.close()
+
+
+async def fetch_cases(
+    systems: dict[str, Fetcher], queries: QuerySet
+) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, list[list[str]]]]]:
+    """p50/p95/p99 per system, mode and filter variant; the ids each query returned (for quality).
+
+    The systems take turns case by case, so that other work on the machine falls on all of them alike.
+    """
+    latency: dict[str, dict[str, Any]] = {name: {} for name in systems}
+    answers: dict[str, dict[str, list[list[str]]]] = {name: {} for name in systems}
+    for mode in MODES:
+        for variant in VARIANTS:
+            filters = [wire_filter(variant, t, s) for t, s in zip(queries.tags, queries.subtrees, strict=True)]
+            for name, system in systems.items():
+                if name == "langgraph" and mode != "vector":
+                    continue  # LangGraph's store has no keyword search
+                calls = [
+                    lambda q=q, f=f, m=mode, s=system: s.fetch(q, m, f, PAGE)
+                    for q, f in zip(queries.questions, filters, strict=True)
+                ]
+                stats, results = await run_calls(calls, f"{name} fetch {mode}/{variant}")
+                latency[name][f"{mode}/{variant}"] = stats
+                answers[name][f"{mode}/{variant}"] = results
+                say(f"{name} fetch {mode}/{variant}: p50 {stats['p50']:.2f} ms, p95 {stats['p95']:.2f} ms")
+    return latency, answers
+
+
+async def walk_to_deep_page(first: Any, step: Callable[[Any], Awaitable[tuple[list[str], Any]]], pages: int) -> Any:
+    state = first
+    for _ in range(pages):
+        _, state = await step(state)
+        if state is None:
+            raise RuntimeError("list ended before the deep page")
+    return state
+
+
+async def engram_suite(http: EngramHttp, corpus: list[CorpusItem], queries: QuerySet, rng: random.Random) -> dict:
+    count = len(queries.questions)
+    out: dict[str, Any] = {}
+    out["floor"], _ = await run_calls([http.floor] * count, "engram floor")
+    say(f"engram floor (GET /v1/engine): p50 {out['floor']['p50']:.2f} ms")
+    out["recall"], _ = await run_calls([lambda q=q: http.recall(q) for q in queries.questions], "engram recall")
+    out["list_first"], _ = await run_calls([lambda: http.list_page(None)] * count, "engram list first")
+    deep = await walk_to_deep_page(None, http.list_page, deep_pages(len(corpus)))
+    out["list_deep"], _ = await run_calls([lambda: http.list_page(deep)] * count, "engram list deep")
+    id_sets = [[c.id for c in rng.sample(corpus, 100)] for _ in range(count)]
+    out["get_100"], got = await run_calls([lambda ids=ids: http.get(ids) for ids in id_sets], "engram get")
+    short = [(len(g), len(ids)) for g, ids in zip(got, id_sets, strict=True) if len(g) != len(ids)]
+    if short:
+        raise RuntimeError(f"get answered fewer ids than asked for: {short[:5]}")
+    out["explore_tag"], _ = await run_calls([http.explore_tags] * explore_reps(count), "engram explore")
+    for key in ("recall", "list_first", "list_deep", "get_100", "explore_tag"):
+        say(f"engram {key}: p50 {out[key]['p50']:.2f} ms, p95 {out[key]['p95']:.2f} ms")
+    return out
+
+
+class RawFetcher:
+    """RawSql behind the same ``fetch`` signature as the HTTP client."""
+
+    def __init__(self, raw: RawSql) -> None:
+        self.raw = raw
+
+    async def fetch(self, query: str, mode: str, request_filter: dict[str, Any], limit: int = 10) -> list[str]:
+        return await self.raw.fetch(query, mode, Filter.model_validate(request_filter), limit)
+
+    async def store_batch(self, batch: list[CorpusItem]) -> int:
+        return await self.raw.store_batch(batch)
+
+
+async def raw_suite(raw: RawSql, corpus: list[CorpusItem], queries: QuerySet, rng: random.Random) -> dict:
+    count = len(queries.questions)
+    out: dict[str, Any] = {}
+    none = Filter()
+    out["recall"], _ = await run_calls(
+        [lambda q=q: raw.fetch(q, "hybrid", none) for q in queries.questions], "raw recall"
+    )
+    out["list_first"], _ = await run_calls([lambda: raw.list_page(0)] * count, "raw list first")
+    deep = await walk_to_deep_page(0, raw.list_page, deep_pages(len(corpus)))
+    out["list_deep"], _ = await run_calls([lambda: raw.list_page(deep)] * count, "raw list deep")
+    id_sets = [[c.id for c in rng.sample(corpus, 100)] for _ in range(count)]
+    out["get_100"], _ = await run_calls([lambda ids=ids: raw.get(ids) for ids in id_sets], "raw get")
+    out["explore_tag"], _ = await run_calls([raw.explore_tags] * explore_reps(count), "raw explore")
+    for key in ("recall", "list_first", "list_deep", "get_100", "explore_tag"):
+        say(f"raw {key}: p50 {out[key]['p50']:.2f} ms, p95 {out[key]['p95']:.2f} ms")
+    return out
+
+
+def deep_pages(n: int) -> int:
+    """The page halfway through the items (pages of 100)."""
+    return max(1, n // 200)
+
+
+def explore_reps(count: int) -> int:
+    return max(20, count // 4)
+
+
+async def quality(
+    truth_db: RawSql,
+    embedder: WordLlamaEmbedder,
+    queries: QuerySet,
+    answers: dict[str, dict[str, list[list[str]]]],
+) -> dict[str, Any]:
+    """recall@10 of each system's vector answers against an exact scan, and how often a page came back short."""
+    vectors = await embedder.embed(queries.questions)
+    out: dict[str, Any] = {}
+    matched: dict[str, int] = {}
+    exact_ms: list[float] = []
+    for variant in VARIANTS:
+        truths: list[list[str]] = []
+        totals: list[int] = []
+        for vector, tag, subtree in zip(vectors, queries.tags, queries.subtrees, strict=True):
+            request_filter = Filter.model_validate(wire_filter(variant, tag, subtree))
+            elapsed, truth = await timed(lambda f=request_filter, v=vector: truth_db.exact_neighbours(v, f))
+            exact_ms.append(elapsed)
+            truths.append(truth)
+            key = f"{variant}:{tag if variant == 'tag' else subtree if variant == 'subtree' else ''}"
+            if key not in matched:
+                matched[key] = await truth_db.count(request_filter)
+            totals.append(matched[key])
+        for system, per_case in answers.items():
+            got = per_case.get(f"vector/{variant}")
+            if got is None:
+                continue
+            recalls, rows, short = [], [], 0
+            for returned, truth, total in zip(got, truths, totals, strict=True):
+                if truth:
+                    recalls.append(len(set(returned) & set(truth)) / len(truth))
+                rows.append(len(returned))
+                short += int(len(returned) < min(PAGE, total))
+            out.setdefault(system, {})[f"vector/{variant}"] = {
+                "recall_at_10": round(sum(recalls) / len(recalls), 4) if recalls else None,
+                "mean_rows": round(sum(rows) / len(rows), 2),
+                "short_pages": short,
+                "queries": len(rows),
+            }
+    out["exact_scan_ms"] = summary(exact_ms)
+    out["filter_matches"] = {
+        v: summary([float(c) for k, c in matched.items() if k.startswith(v + ":")]) for v in VARIANTS
+    }
+    return out
+
+
+async def plans(raw: RawSql, embedder: WordLlamaEmbedder, queries: QuerySet) -> dict[str, str]:
+    """EXPLAIN (ANALYZE, BUFFERS) of one representative query per fetch case, on the service's database."""
+    out: dict[str, str] = {}
+    question, tag, subtree = queries.questions[0], queries.tags[0], queries.subtrees[0]
+    (vector,) = await embedder.embed([question])
+    for mode in MODES:
+        for variant in VARIANTS:
+            request_filter = Filter.model_validate(wire_filter(variant, tag, subtree))
+            sql, params = raw.fetch_statement(question, mode, request_filter, vector)
+            out[f"{mode}/{variant}"] = f"-- query: {question!r} tag {tag!r} subtree {subtree!r}\n" + (
+                await raw.explain(sql, params)
+            )
+    return out
+
+
+def machine_facts(database: Database) -> dict[str, Any]:
+    def command(*argv: str) -> str:
+        try:
+            return subprocess.run(argv, capture_output=True, text=True, timeout=10).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            return "?"
+
+    cpu = next(
+        (line.split(":", 1)[1].strip() for line in command("lscpu").splitlines() if line.startswith("Model name")), "?"
+    )
+    memory = next((line.split()[1] for line in command("free", "-g").splitlines() if line.startswith("Mem:")), "?")
+    return {
+        "nproc": command("nproc"),
+        # Other work on the machine skews every figure; the load says how much there was.
+        "load_average_start": [round(x, 2) for x in os.getloadavg()],
+        "cpu": cpu,
+        "memory_gib": memory,
+        "python": platform.python_version(),
+        "postgres": database.setting("server_version"),
+        "shared_buffers": database.setting("shared_buffers"),
+        "work_mem": database.setting("work_mem"),
+    }
+
+
+async def analyze(url: str) -> None:
+    """Statistics as autovacuum would have them after a bulk load, for all three systems alike."""
+    connection = await asyncpg.connect(url)
+    try:
+        await connection.execute("ANALYZE")
+    finally:
+        await connection.close()
+
+
+async def run_one(n: int, query_count: int, seed: int) -> tuple[dict[str, Any], dict[str, str]]:
+    started = time.perf_counter()
+    say(f"N={n}: building the corpus (seed {seed})")
+    corpus = build_corpus(n, seed)
+    queries = build_queries(query_count, seed + 100)
+    rng = random.Random(seed + 200)
+    embedder = WordLlamaEmbedder()
+    result: dict[str, Any] = {"n": n, "queries": query_count, "seed": seed, "batch": BATCH, "page": PAGE}
+    result["started_at"] = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    result["session_settings"] = {
+        "engram": rawsql.ENGINE_SESSION,
+        "raw": rawsql.ENGINE_SESSION,
+        "langgraph": "PostgreSQL and pgvector defaults (hnsw.ef_search 40, no iterative scan)",
+    }
+    with tempfile.TemporaryDirectory(prefix="engram-bench-") as tmp:
+        work = Path(tmp)
+        with embedded_postgres(work) as database:
+            result["machine"] = machine_facts(database)
+            urls = {name: database.create(name) for name in ("engram", "raw", "langgraph")}
+            engram_migrate(urls["raw"], work)
+            with engram_serve(urls["engram"], work) as base:
+                say(f"engram serve is up at {base} (its own database on the embedded server)")
+                async with httpx.AsyncClient(base_url=base, timeout=120) as client:
+                    http = EngramHttp(client)
+                    raw_conn = await rawsql.connect(urls["raw"])
+                    truth_conn = await rawsql.connect(urls["engram"])
+                    try:
+                        raw = RawSql(raw_conn, embedder)
+                        result["engram"] = {"ingest": await ingest(http, corpus, "engram")}
+                        result["raw"] = {"ingest": await ingest(RawFetcher(raw), corpus, "raw")}
+                        result["raw"]["ingest"]["phases_ms"] = {k: summary(v) for k, v in raw.phases.items()}
+                        async with open_store(urls["langgraph"], embedder) as langgraph:
+                            result["langgraph"] = {"ingest": await ingest(langgraph, corpus, "langgraph")}
+                            for url in urls.values():
+                                await analyze(url)
+                            systems = {"engram": http, "raw": RawFetcher(raw), "langgraph": langgraph}
+                            latency, answers = await fetch_cases(systems, queries)
+                            result["engram"].update(await engram_suite(http, corpus, queries, rng))
+                            result["raw"].update(await raw_suite(raw, corpus, queries, rng))
+                        for name in systems:
+                            result[name]["fetch"] = latency[name]
+                        embed_calls = [lambda q=q: embedder.embed([q]) for q in queries.questions]
+                        result["embed_query_ms"], _ = await measure(embed_calls)
+                        say("quality: exact scans for recall@10")
+                        truth = RawSql(truth_conn, embedder)
+                        result["quality"] = await quality(truth, embedder, queries, answers)
+                        say("proposed statement shapes, on the raw-SQL database")
+                        filters = {
+                            v: [
+                                Filter.model_validate(wire_filter(v, t, s))
+                                for t, s in zip(queries.tags, queries.subtrees, strict=True)
+                            ]
+                            for v in VARIANTS
+                        }
+                        result["proposals"] = await measure_proposals(raw, embedder, queries, filters, answers["raw"])
+                        profile = await plans(truth, embedder, queries)
+                    finally:
+                        await raw_conn.close()
+                        await truth_conn.close()
+    result["duration_s"] = round(time.perf_counter() - started, 1)
+    result["machine"]["load_average_end"] = [round(x, 2) for x in os.getloadavg()]
+    say(f"N={n}: done in {result['duration_s']:.0f} s")
+    return result, profile

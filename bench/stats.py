@@ -1,0 +1,48 @@
+"""Latency samples and their summary."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, TypeVar
+
+import numpy as np
+
+T = TypeVar("T")
+
+
+def summary(samples_ms: Sequence[float]) -> dict[str, float]:
+    """p50/p95/p99/mean in milliseconds (linear interpolation between samples)."""
+    values = np.asarray(samples_ms, dtype=float)
+    if values.size == 0:
+        return {"count": 0}
+    p50, p95, p99 = np.percentile(values, [50, 95, 99])
+    return {
+        "count": int(values.size),
+        "p50": round(float(p50), 3),
+        "p95": round(float(p95), 3),
+        "p99": round(float(p99), 3),
+        "mean": round(float(values.mean()), 3),
+    }
+
+
+async def timed(call: Callable[[], Awaitable[T]]) -> tuple[float, T]:
+    """Run ``call`` once; its wall time in milliseconds and its result."""
+    start = time.perf_counter()
+    result = await call()
+    return (time.perf_counter() - start) * 1000, result
+
+
+async def measure(
+    calls: Sequence[Callable[[], Awaitable[Any]]], *, warmup: int = 10
+) -> tuple[dict[str, float], list[Any]]:
+    """Run the calls one after another (one in flight), the first ``warmup`` untimed; summary and results."""
+    for call in calls[:warmup]:
+        await call()
+    samples: list[float] = []
+    results: list[Any] = []
+    for call in calls:
+        elapsed, result = await timed(call)
+        samples.append(elapsed)
+        results.append(result)
+    return summary(samples), results
