@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
+import psutil
 import pytest
 
 from tests.reliability.live import Database, LiveServer, fingerprint, learning, list_everything, live_server, scratch
@@ -166,9 +167,91 @@ async def test_database_outage_under_traffic(served: LiveServer, database: Datab
             assert held in (set(), set(ids)), f"a refused batch is half-written: {len(held)} of {len(ids)}"
 
 
+def _postgres_processes(database: Database) -> list[psutil.Process]:
+    postmaster = psutil.Process(database.server.get_pid())
+    return [postmaster, *postmaster.children(recursive=True)]
+
+
+@pytest.mark.slow
+async def test_a_hung_database_is_a_bounded_503(served: LiveServer, database: Database) -> None:
+    """A database that accepts nothing and answers nothing (every process stopped) still gets a typed answer."""
+    async with served.client(timeout=REQUEST_BOUND_S) as client:
+        stored = await client.post("/v1/store", json=learning("stored before the hang"))
+        assert stored.status_code in (200, 201)
+        frozen = _postgres_processes(database)
+        for process in frozen:
+            process.suspend()
+        try:
+            # The client's timeout is the bound: a request that hangs fails the test.
+            requests = [
+                ("/v1/list", {"limit": 3}),
+                ("/v1/store", learning("written while the database hangs")),
+                ("/v1/fetch", {"query": "hang", "mode": "keyword", "limit": 3}),
+            ]
+            *answers, health = await asyncio.gather(
+                *(client.post(path, json=body) for path, body in requests), client.get("/v1/health")
+            )
+            for (path, _), response in zip(requests, answers, strict=True):
+                assert refusal_problem(response) is None, f"{path}: {refusal_problem(response)}"
+            assert health.status_code == 503 and health.json()["state"] == "down"
+        finally:
+            for process in frozen:
+                process.resume()
+
+        async def recovered() -> None:
+            while True:  # wait_for bounds it
+                if (await client.post("/v1/list", json={"limit": 1})).status_code == 200:
+                    return
+                await asyncio.sleep(0.1)
+
+        await asyncio.wait_for(recovered(), PHASE_BOUND_S)
+        got = await client.post("/v1/get", json={"ids": [stored.json()["id"]]})
+        assert len(got.json()["hits"]) == 1
+
+
+@pytest.mark.slow
+async def test_a_statement_over_the_timeout_is_a_503(served: LiveServer, database: Database) -> None:
+    """A statement stuck behind a lock is cancelled by the configured statement_timeout, not waited on forever."""
+    holder = await asyncio.create_subprocess_exec(
+        str(database.server.bin_path / "psql"),
+        database.url,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.DEVNULL,
+    )
+    assert holder.stdin is not None
+    holder.stdin.write(b"BEGIN; LOCK TABLE engram_items IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(20); COMMIT;\n")
+    await holder.stdin.drain()
+    holder.stdin.close()
+    try:
+        async with served.client(timeout=REQUEST_BOUND_S) as client:
+
+            async def locked() -> None:
+                while True:  # wait_for bounds it: until the lock is held
+                    held = await asyncio.to_thread(
+                        database.psql, "SELECT count(*) FROM pg_locks WHERE mode = 'AccessExclusiveLock' AND granted;"
+                    )
+                    if any(line.strip().isdigit() and int(line) > 0 for line in held.splitlines()):
+                        return
+                    await asyncio.sleep(0.1)
+
+            await asyncio.wait_for(locked(), PHASE_BOUND_S)
+            response = await client.post("/v1/list", json={"limit": 3})
+            assert refusal_problem(response) is None, response.text
+    finally:
+        holder.kill()
+        await holder.wait()
+        # Its backend would sleep on with the lock; end it now.
+        await asyncio.to_thread(
+            database.psql,
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE query LIKE '%pg_sleep(20)%' AND pid <> pg_backend_pid();",
+        )
+
+
 @pytest.mark.slow
 async def test_the_outage_logs_no_trace_and_no_sql(served: LiveServer) -> None:
-    """The outage leaves log lines a person can read: no stack trace, no SQL."""
+    """The faults above (tests run in file order) leave log lines a person can read: no stack trace, no SQL."""
     logs = served.logs()
     assert "Traceback" not in logs
     assert "INSERT INTO" not in logs and "SELECT " not in logs
