@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from sqlalchemy.engine import make_url
 
 from app.engine.postgres import schema
 from app.engine.postgres.embedded import start_embedded
@@ -102,26 +103,38 @@ class LiveServer:
     process: subprocess.Popen[bytes]
     log_path: Path
     api_key: str | None
+    secrets: list[str] = field(default_factory=list)  # must never be seen in a response or a log line
     responses: list[str] = field(default_factory=list)
+    leaks: list[str] = field(default_factory=list)
 
     def logs(self) -> str:
         return self.log_path.read_text(errors="replace")
+
+    def assert_no_leaks(self) -> None:
+        """Every response any of its clients saw, and every log line, free of this server's credentials."""
+        logs = self.logs()
+        self.leaks += [f"a credential in the server log: {s[:6]}..." for s in self.secrets if s in logs]
+        assert not self.leaks, self.leaks
 
     def headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
 
     def client(self, *, timeout: float = 60.0, record: bool = False, **kwargs: Any) -> httpx.AsyncClient:
-        """A client with the key; ``record`` keeps every response (headers and body) in ``responses``."""
-        hooks: dict[str, list[Any]] = {}
-        if record:
+        """A client with the key; every response is checked for credentials, and kept in ``responses`` if ``record``."""
 
-            async def keep(response: httpx.Response) -> None:
-                head = "".join(f"{name}: {value}\n" for name, value in response.headers.items())
-                self.responses.append(head + (await response.aread()).decode("utf-8", "replace"))
+        async def inspect(response: httpx.Response) -> None:
+            head = "".join(f"{name}: {value}\n" for name, value in response.headers.items())
+            seen = head + (await response.aread()).decode("utf-8", "replace")
+            self.leaks += [f"a credential in {response.request.url.path}" for s in self.secrets if s in seen]
+            if record:
+                self.responses.append(seen)
 
-            hooks["response"] = [keep]
         return httpx.AsyncClient(
-            base_url=self.base_url, headers=self.headers(), timeout=timeout, event_hooks=hooks, **kwargs
+            base_url=self.base_url,
+            headers=self.headers(),
+            timeout=timeout,
+            event_hooks={"response": [inspect]},
+            **kwargs,
         )
 
 
@@ -156,7 +169,7 @@ def live_server(
             stdout=log,
             stderr=subprocess.STDOUT,
         )
-    server = LiveServer(f"http://127.0.0.1:{port}", process, log_path, api_key)
+    server = LiveServer(f"http://127.0.0.1:{port}", process, log_path, api_key, secrets=_credentials(settings))
     try:
         _wait_healthy(server)
         yield server
@@ -169,6 +182,18 @@ def live_server(
                 process.kill()
                 process.wait()
         _stop_postgres(data_dir / "pg")
+    # Every live server of the suite, not only the secrets test's, is held to this.
+    server.assert_no_leaks()
+
+
+def _credentials(settings: dict[str, str]) -> list[str]:
+    """The API keys, and the database URL and its password, a server is given."""
+    found = [k.strip() for k in settings.get("ENGRAM_API_KEYS", "").split(",") if k.strip()]
+    if url := settings.get("ENGRAM_DATABASE_URL"):
+        found.append(url)
+        if password := make_url(url).password:
+            found.append(str(password))
+    return found
 
 
 def _wait_healthy(server: LiveServer) -> None:
