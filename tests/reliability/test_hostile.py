@@ -286,3 +286,12 @@ async def test_request_ids_that_do_not_fit_are_replaced(client: httpx.AsyncClien
         response = await client.get("/v1/engine", headers={"X-Request-ID": given.encode("utf-8")})
         assert response.status_code == 200
         assert response.headers["X-Request-ID"] not in (given, "")
+
+
+async def test_a_refused_batch_names_its_item_and_writes_none(client: httpx.AsyncClient) -> None:
+    before = await snapshot(client)
+    items = [document("fine one"), document("fine two"), document("bad \x00 three"), document("fine four")]
+    response = await client.post("/v1/store_many", json={"items": items})
+    assert response.status_code == 400
+    assert response.json()["message"].startswith("invalid request: items[2]")
+    assert await snapshot(client) == before
