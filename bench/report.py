@@ -151,6 +151,14 @@ def table_for(run: dict[str, Any], runs: list[dict[str, Any]]) -> list[str]:
                 f"| {mode}, {VARIANT_TEXT[variant]} | {_ms(e)} | {_ms(e, 'p95')} | {_ms(e, 'p99')} | {_ms(r)} | "
                 f"{_ms(r, 'p95')} | {_ms(g)} | {_ms(g, 'p95')} | {e['p50'] / (r['p50'] + floor):.2f} |"
             )
+    if "agreement" in run:
+        same = ", ".join(f"{case} {share:.2f}" for case, share in run["agreement"].items())
+        lines += [
+            "",
+            f"Same ids in the same order from Engram and from its raw SQL (share of queries): {same}. Keyword "
+            "answers must agree (the run stops otherwise: the raw copy would be measuring another statement); "
+            "vector answers can differ a little because each database builds its own HNSW graph.",
+        ]
     lines += [
         "",
         "### Other operations",

@@ -184,6 +184,27 @@ async def raw_suite(raw: RawSql, corpus: list[CorpusItem], queries: QuerySet, rn
     return out
 
 
+def agreement(engram: dict[str, list[list[str]]], raw: dict[str, list[list[str]]]) -> dict[str, float]:
+    """Share of queries where the service and the raw-SQL copy answered the same ids in the same order.
+
+    Keyword ranking is deterministic (ties broken by insertion order, the same in both databases), so a
+    disagreement there means bench/rawsql.py no longer runs the engine's statement: the baseline would
+    measure something else, and the run stops. Vector answers may differ slightly: each database
+    builds its own HNSW graph.
+    """
+    shares = {
+        case: round(sum(a == b for a, b in zip(engram[case], raw[case], strict=True)) / len(engram[case]), 4)
+        for case in engram
+    }
+    drifted = {case: share for case, share in shares.items() if case.startswith("keyword/") and share < 0.95}
+    if drifted:
+        raise RuntimeError(
+            f"raw SQL and the service disagree on keyword answers {drifted}: "
+            "bench/rawsql.py is out of sync with app/engine/postgres/engine.py"
+        )
+    return shares
+
+
 def deep_pages(n: int) -> int:
     """The page halfway through the items (pages of 100)."""
     return max(1, n // 200)
@@ -324,6 +345,7 @@ async def run_one(n: int, query_count: int, seed: int) -> tuple[dict[str, Any], 
                                 await analyze(url)
                             systems = {"engram": http, "raw": RawFetcher(raw), "langgraph": langgraph}
                             latency, answers = await fetch_cases(systems, queries)
+                            result["agreement"] = agreement(answers["engram"], answers["raw"])
                             result["engram"].update(await engram_suite(http, corpus, queries, rng))
                             result["raw"].update(await raw_suite(raw, corpus, queries, rng))
                         for name in systems:
