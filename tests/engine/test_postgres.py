@@ -174,3 +174,28 @@ async def test_a_failed_store_many_write_leaves_nothing_half_written(pg_engine: 
     receipts = await pg_engine.store_many(batch)
     assert not any(r.replayed for r in receipts)
     assert await count_rows(pg_engine) == (5, 5)
+
+
+async def test_keyword_paging_past_the_ranking_pool_is_one_order(pg_engine: PostgresEngine) -> None:
+    from app.engine.postgres.engine import KEYWORD_POOL
+
+    words = ["garden", "tomato", "basil", "soil", "water"]
+    items = [learning(" ".join(words[: 1 + n % 5]) + f" entry {n}") for n in range(KEYWORD_POOL + 60)]
+    for start in range(0, len(items), 100):
+        await pg_engine.store_many(items[start : start + 100])
+    seen: list[str] = []
+    scores: list[float] = []
+    cursor = None
+    while True:
+        page = await pg_engine.fetch(FetchRequest(query="tomato basil water", mode="keyword", limit=70, cursor=cursor))
+        seen += [h.id for h in page.hits]
+        scores += [h.score for h in page.hits]
+        cursor = page.next_cursor
+        if cursor is None:
+            break
+    matching = [i.validate().fingerprint() for n, i in enumerate(items) if n % 5 >= 1]
+    assert len(seen) == len(set(seen)) == len(matching)
+    assert set(seen) == set(matching)
+    assert scores == sorted(scores, reverse=True)
+    first_ten = await pg_engine.fetch(FetchRequest(query="tomato basil water", mode="keyword", limit=10))
+    assert [h.id for h in first_ten.hits] == seen[:10]
