@@ -21,8 +21,9 @@ from typing import Any
 from app.contract.meta import Filter
 from app.embeddings.wordllama import WordLlamaEmbedder
 from app.engine.keywords import KeywordQuery
-from app.engine.postgres.engine import HIT_COLUMNS, vector_literal
+from app.engine.postgres.engine import vector_literal
 from app.engine.postgres.filters import filter_predicate
+from app.engine.postgres.statements import HIT_COLUMNS
 from bench.corpus import QuerySet
 from bench.rawsql import RawSql
 from bench.stats import summary

@@ -1,10 +1,9 @@
 """Baseline (a): the engine's own statements sent straight to PostgreSQL with asyncpg.
 
-The statements below are copied from ``app/engine/postgres/engine.py`` and must
-stay in sync with it (a comment there points here); filters come from the
-engine's own ``filter_predicate``, so the WHERE clauses are the same by
-construction. Each statement is prepared once and then executed, which is the
-floor the HTTP service is measured against.
+The statements are the engine's (``app/engine/postgres/statements.py``) and so are
+the filters (``filter_predicate``): the SQL is the same by construction. Each
+statement is prepared once and then executed, which is the floor the HTTP
+service is measured against.
 """
 
 from __future__ import annotations
@@ -18,8 +17,21 @@ import asyncpg
 from app.contract.meta import Filter
 from app.embeddings.wordllama import WordLlamaEmbedder
 from app.engine.keywords import KeywordQuery
-from app.engine.postgres.engine import HIT_COLUMNS, RRF_K, vector_literal
+from app.engine.postgres.engine import vector_literal
 from app.engine.postgres.filters import filter_predicate
+from app.engine.postgres.statements import (
+    INSERT_ITEMS,
+    INSERT_VECTORS,
+    RRF_K,
+    explore_sql,
+    get_sql,
+    hybrid_sql,
+    keyword_params,
+    keyword_sql,
+    list_sql,
+    nearest_sql,
+    vector_sql,
+)
 from app.settings import Settings
 from bench.corpus import CorpusItem
 
@@ -33,110 +45,6 @@ ENGINE_SESSION = {
 }
 
 _NAMED = re.compile(r"(?<!:):([A-Za-z_][A-Za-z0-9_]*)")
-
-INSERT_ITEMS = """
-    INSERT INTO engram_items
-        (id, kind, namespace, text, meta, item, confidence, observed_at, tags, source_kind)
-    SELECT t.id, t.kind, t.ns, t.text, t.meta::jsonb, t.item::jsonb, t.conf, t.obs::timestamptz,
-           ARRAY(SELECT jsonb_array_elements_text(coalesce(t.meta::jsonb->'tags', '[]'))), t.src
-    FROM unnest(CAST(:ids AS text[]), CAST(:kinds AS text[]), CAST(:nss AS text[]), CAST(:texts AS text[]),
-                CAST(:metas AS text[]), CAST(:items AS text[]), CAST(:conf AS float8[]),
-                CAST(:obs AS text[]), CAST(:srcs AS text[]))
-         WITH ORDINALITY AS t(id, kind, ns, text, meta, item, conf, obs, src, ord)
-    ORDER BY t.ord
-    ON CONFLICT (id) DO NOTHING
-    RETURNING id
-"""
-
-INSERT_VECTORS = (
-    "INSERT INTO engram_embeddings (item_id, model, embedding) "
-    "SELECT t.id, :model, t.v::vector FROM unnest(CAST(:ids AS text[]), CAST(:vs AS text[])) AS t(id, v)"
-)
-
-
-def keyword_sql(where: str) -> str:
-    return f"""
-        SELECT {HIT_COLUMNS}, ts_rank_cd(i.tsv, q) AS score
-        FROM engram_items i, to_tsquery(CAST(:cfg AS regconfig), :tsq) AS q
-        WHERE i.tsv @@ q AND {where}
-        ORDER BY score DESC, i.seq
-        LIMIT :count OFFSET :offset
-    """
-
-
-def nearest_sql(where: str, *, exact: bool) -> str:
-    distance = "(e.embedding <=> CAST(:vec AS vector))"
-    order = f"{distance} + 0" if exact else distance
-    return f"""
-        SELECT e.item_id AS id, {distance} AS distance, i.seq
-        FROM engram_embeddings e JOIN engram_items i ON i.id = e.item_id
-        WHERE e.model = :model AND {where}
-        ORDER BY {order}
-        LIMIT :depth
-    """
-
-
-def vector_sql(where: str, *, exact: bool) -> str:
-    return f"""
-        WITH nearest AS MATERIALIZED ({nearest_sql(where, exact=exact)})
-        SELECT {HIT_COLUMNS}, 1 - n.distance AS score
-        FROM nearest n JOIN engram_items i ON i.id = n.id
-        ORDER BY n.distance, n.seq
-        OFFSET :offset
-    """
-
-
-def hybrid_sql(where: str, *, exact: bool) -> str:
-    return f"""
-        WITH kw AS (
-            SELECT i.id, row_number() OVER (ORDER BY ts_rank_cd(i.tsv, q) DESC, i.seq) AS rank
-            FROM engram_items i, to_tsquery(CAST(:cfg AS regconfig), :tsq) AS q
-            WHERE :tsq <> '' AND i.tsv @@ q AND {where}
-            ORDER BY rank
-            LIMIT :depth
-        ),
-        nearest AS MATERIALIZED ({nearest_sql(where, exact=exact)}),
-        vec AS (SELECT id, row_number() OVER (ORDER BY distance, seq) AS rank FROM nearest),
-        fused AS (
-            SELECT id, sum(1.0 / (:k + rank)) AS score
-            FROM (SELECT id, rank FROM kw UNION ALL SELECT id, rank FROM vec) AS ranks
-            GROUP BY id
-        )
-        SELECT {HIT_COLUMNS}, f.score, (SELECT count(*) FROM vec) AS vector_depth
-        FROM fused f JOIN engram_items i ON i.id = f.id
-        ORDER BY f.score DESC, i.seq
-        LIMIT :count OFFSET :offset
-    """
-
-
-def list_sql(where: str) -> str:
-    return f"""
-        SELECT {HIT_COLUMNS}, i.seq FROM engram_items i
-        WHERE i.seq > :after AND {where}
-        ORDER BY i.seq
-        LIMIT :count
-    """
-
-
-GET_SQL = f"SELECT {HIT_COLUMNS} FROM engram_items i WHERE i.id = ANY(:ids) AND TRUE"
-
-
-def explore_tag_sql(where: str) -> str:
-    return f"""
-        WITH admitted AS MATERIALIZED (SELECT i.id, i.tags FROM engram_items i WHERE {where}),
-        counts AS (
-            SELECT v.value, count(*) AS n
-            FROM admitted s, LATERAL (SELECT DISTINCT unnest(s.tags) AS value) v
-            WHERE v.value IS NOT NULL GROUP BY v.value
-        )
-        SELECT
-            (SELECT count(*) FROM admitted) AS total,
-            (SELECT count(*) FROM admitted a WHERE cardinality(a.tags) = 0) AS missing,
-            (SELECT count(*) FROM counts) AS distinct_values,
-            (SELECT coalesce(json_agg(json_build_object('value', t.value, 'count', t.n)
-                                        ORDER BY t.n DESC, t.value COLLATE "C"), '[]')
-             FROM (SELECT value, n FROM counts ORDER BY n DESC, value COLLATE "C" LIMIT :limit) t) AS buckets
-    """
 
 
 def positional(sql: str, params: dict[str, Any]) -> tuple[str, list[Any]]:
@@ -226,13 +134,13 @@ class RawSql:
         keywords = KeywordQuery.parse(query)
         count, offset = 11, 0  # limit 10 + the one row that says whether there is a next page
         base = {**pred.params, "offset": offset}
+        tsq = keywords.to_tsquery() if not keywords.is_empty else ""
         if mode == "keyword":
-            return keyword_sql(pred.sql()), {**base, "cfg": self._cfg, "tsq": keywords.to_tsquery(), "count": count}
+            return keyword_sql(pred.sql()), {**base, **keyword_params(self._cfg, tsq, offset + count), "count": count}
         vec = {"vec": vector_literal(vector or []), "model": self._embedder.name, "depth": offset + count}
         if mode == "vector":
             return vector_sql(pred.sql(), exact=exact), {**base, **vec}
-        tsq = keywords.to_tsquery() if not keywords.is_empty else ""
-        params = {**base, **vec, "cfg": self._cfg, "tsq": tsq, "count": count, "k": RRF_K}
+        params = {**base, **vec, **keyword_params(self._cfg, tsq, offset + count), "count": count, "k": RRF_K}
         return hybrid_sql(pred.sql(), exact=exact), params
 
     async def fetch(self, query: str, mode: str, request_filter: Filter, limit: int = 10) -> list[str]:
@@ -258,12 +166,12 @@ class RawSql:
         return [r["id"] for r in page], (page[-1]["seq"] if len(rows) > limit else None)
 
     async def get(self, ids: list[str]) -> list[str]:
-        found = {r["id"] for r in await self.run(GET_SQL, {"ids": list(dict.fromkeys(ids))})}
+        found = {r["id"] for r in await self.run(get_sql("TRUE"), {"ids": list(dict.fromkeys(ids))})}
         return [i for i in ids if i in found]
 
     async def explore_tags(self, limit: int = 20) -> dict[str, Any]:
         pred = filter_predicate(Filter())
-        (row,) = await self.run(explore_tag_sql(pred.sql()), {"limit": limit, **pred.params})
+        (row,) = await self.run(explore_sql("tag", pred.sql()), {"limit": limit, **pred.params})
         return dict(row)
 
     async def exact_neighbours(self, vector: list[float], request_filter: Filter, k: int = 10) -> list[str]:

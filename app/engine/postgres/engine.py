@@ -46,32 +46,21 @@ from app.engine.keywords import KeywordQuery
 from app.engine.postgres.errors import classify, database_errors
 from app.engine.postgres.filters import filter_predicate
 from app.engine.postgres.schema import async_url, ensure_current
-
-# The benchmark's raw-SQL baseline (bench/rawsql.py) runs copies of the statements
-# below: change a statement here and change it there too.
-RRF_K = 60
-# Keyword ranking: ts_rank (cheap) orders every match, ts_rank_cd (cover density, ~5x the
-# cost) re-orders the best KEYWORD_POOL. bench/analysis.md (10k, item 2): keyword p50
-# 11.8 -> 4.4 ms, p95 33 -> 10 ms, recall@10 0.976 against ts_rank_cd over every match.
-KEYWORD_POOL = 300
-HIT_COLUMNS = "i.id, i.kind, i.text, i.meta, i.confidence"
-
-# The value a facet counts under, per item (contract §6); NULL means missing.
-FACET_VALUE = {
-    "kind": "i.kind",
-    "source": "i.source_kind",
-    "source_id": "i.meta->'source'->>'id'",
-    "workspace": "i.meta->>'workspace'",
-    "folder": "i.meta->>'folder'",
-    "file_path": "i.meta->>'file_path'",
-    "language": "i.meta->>'language'",
-    "repo": "i.meta->>'repo'",
-    "url": "i.meta->>'url'",
-    "thread": "i.meta->>'thread_id'",
-    "agent": "i.meta->>'agent_id'",
-    "tool_call": "i.meta->'tool_call'->>'name'",
-    "namespace": "CASE WHEN i.namespace = '' THEN 'root' ELSE i.namespace END",
-}
+from app.engine.postgres.statements import (
+    HELD_IDS,
+    INSERT_ITEMS,
+    INSERT_VECTORS,
+    LOCK_IDS,
+    RRF_K,
+    delete_sql,
+    explore_sql,
+    get_sql,
+    hybrid_sql,
+    keyword_params,
+    keyword_sql,
+    list_sql,
+    vector_sql,
+)
 
 
 def vector_literal(vector: list[float]) -> str:
@@ -238,15 +227,7 @@ class PostgresEngine:
         unique = dict(zip(ids, checked, strict=True))  # first copy of each repeat
         with database_errors():
             async with self._db.connect() as connection:
-                held = set(
-                    (
-                        await connection.execute(
-                            text("SELECT id FROM engram_items WHERE id = ANY(:ids)"), {"ids": list(unique)}
-                        )
-                    )
-                    .scalars()
-                    .all()
-                )
+                held = set((await connection.execute(text(HELD_IDS), {"ids": list(unique)})).scalars().all())
             fresh = {i: item for i, item in unique.items() if i not in held}
             vectors = dict(
                 zip(fresh, await self._embedder.embed([it.render_text() for it in fresh.values()]), strict=True)
@@ -270,16 +251,7 @@ class PostgresEngine:
     async def _insert(self, connection: AsyncConnection, items: dict[str, StoredItem]) -> set[str]:
         if not items:
             return set()
-        # Overlapping batches written at once wait on each other's new rows in batch order,
-        # and two batches in opposite orders deadlock. One lock per id, taken in one global
-        # order first, makes the later batch wait for the earlier instead.
-        await connection.execute(
-            text(
-                "SELECT pg_advisory_xact_lock(hashtext('engram_items'), h) FROM "
-                "(SELECT DISTINCT hashtext(k) AS h FROM unnest(CAST(:ids AS text[])) AS k ORDER BY h) AS locks"
-            ),
-            {"ids": list(items)},
-        )
+        await connection.execute(text(LOCK_IDS), {"ids": list(items)})
         rows: dict[str, list[Any]] = {
             k: [] for k in ("ids", "kinds", "nss", "texts", "metas", "items", "conf", "obs", "srcs")
         }
@@ -294,34 +266,14 @@ class PostgresEngine:
             rows["conf"].append(getattr(item, "confidence", None))
             rows["obs"].append(meta.get("observed_at"))
             rows["srcs"].append(meta["source"]["kind"])
-        result = await connection.execute(
-            text(
-                """
-                INSERT INTO engram_items
-                    (id, kind, namespace, text, meta, item, confidence, observed_at, tags, source_kind)
-                SELECT t.id, t.kind, t.ns, t.text, t.meta::jsonb, t.item::jsonb, t.conf, t.obs::timestamptz,
-                       ARRAY(SELECT jsonb_array_elements_text(coalesce(t.meta::jsonb->'tags', '[]'))), t.src
-                FROM unnest(CAST(:ids AS text[]), CAST(:kinds AS text[]), CAST(:nss AS text[]), CAST(:texts AS text[]),
-                            CAST(:metas AS text[]), CAST(:items AS text[]), CAST(:conf AS float8[]),
-                            CAST(:obs AS text[]), CAST(:srcs AS text[]))
-                     WITH ORDINALITY AS t(id, kind, ns, text, meta, item, conf, obs, src, ord)
-                ORDER BY t.ord
-                ON CONFLICT (id) DO NOTHING
-                RETURNING id
-                """
-            ),
-            rows,
-        )
+        result = await connection.execute(text(INSERT_ITEMS), rows)
         return set(result.scalars().all())
 
     async def _insert_vectors(self, connection: AsyncConnection, vectors: dict[str, list[float]]) -> None:
         if not vectors:
             return
         await connection.execute(
-            text(
-                "INSERT INTO engram_embeddings (item_id, model, embedding) "
-                "SELECT t.id, :model, t.v::vector FROM unnest(CAST(:ids AS text[]), CAST(:vs AS text[])) AS t(id, v)"
-            ),
+            text(INSERT_VECTORS),
             {"model": self._embedder.name, "ids": list(vectors), "vs": [vector_literal(v) for v in vectors.values()]},
         )
 
@@ -344,12 +296,7 @@ class PostgresEngine:
     async def _delete(self, where: str, params: dict[str, Any]) -> ForgetReport:
         with database_errors():
             async with self._db.begin() as connection:
-                count = await connection.scalar(
-                    text(
-                        f"WITH gone AS (DELETE FROM engram_items i WHERE {where} RETURNING 1) SELECT count(*) FROM gone"
-                    ),
-                    params,
-                )
+                count = await connection.scalar(text(delete_sql(where)), params)
         return ForgetReport(forgotten=int(count or 0))
 
     # Reads.
@@ -383,93 +330,20 @@ class PostgresEngine:
             async with self._db.connect() as connection:
                 return list((await connection.execute(text(sql), params)).mappings().all())
 
-    @staticmethod
-    def _keyword_sql(where: str) -> str:
-        """Matches best first, in one order whatever the page: the pool by ``ts_rank_cd``, then the rest by ``ts_rank``.
-
-        Every page of a query sees the same order (the pool does not depend on the
-        offset), so cursors neither skip nor repeat. Scores fall monotonically: past
-        the pool, ``ts_rank`` is scaled to stay below the pool's lowest score.
-        """
-        return f"""
-            ranked AS (
-                SELECT i.id, i.seq, i.tsv, ts_rank(i.tsv, q) AS r
-                FROM engram_items i, to_tsquery(CAST(:cfg AS regconfig), :tsq) AS q
-                WHERE :tsq <> '' AND i.tsv @@ q AND {where}
-                ORDER BY r DESC, i.seq
-                LIMIT :ranked
-            ),
-            pooled AS (
-                SELECT id, seq, r, row_number() OVER (ORDER BY r DESC, seq) <= :pool AS in_pool, tsv FROM ranked
-            ),
-            scored AS (
-                SELECT id, seq, r, in_pool,
-                       CASE WHEN in_pool THEN ts_rank_cd(tsv, to_tsquery(CAST(:cfg AS regconfig), :tsq)) END AS cd
-                FROM pooled
-            ),
-            keyword AS (
-                SELECT id, seq, in_pool,
-                       CASE WHEN in_pool THEN cd
-                            ELSE r * (min(cd) OVER ()) / nullif(max(r) FILTER (WHERE NOT in_pool) OVER (), 0)
-                       END AS score
-                FROM scored
-            ),
-            kw AS (
-                SELECT id, seq, score, row_number() OVER (ORDER BY in_pool DESC, score DESC, seq) AS rank
-                FROM keyword
-            )
-        """
-
     def _keyword_params(self, keywords: KeywordQuery, depth: int) -> dict[str, Any]:
-        tsq = "" if keywords.is_empty else keywords.to_tsquery()
-        return {
-            "cfg": self._ts_config,
-            "tsq": tsq,
-            "depth": depth,
-            "pool": KEYWORD_POOL,
-            "ranked": max(depth, KEYWORD_POOL),
-        }
+        return keyword_params(self._ts_config, "" if keywords.is_empty else keywords.to_tsquery(), depth)
 
     async def _keyword(self, keywords: KeywordQuery, request_filter: Filter, offset: int, count: int) -> list[Hit]:
         pred = filter_predicate(request_filter)
-        rows = await self._rows(
-            f"""
-            WITH {self._keyword_sql(pred.sql())}
-            SELECT {HIT_COLUMNS}, kw.score
-            FROM kw JOIN engram_items i ON i.id = kw.id
-            ORDER BY kw.rank
-            LIMIT :count OFFSET :offset
-            """,
-            {**self._keyword_params(keywords, offset + count), "count": count, "offset": offset, **pred.params},
-        )
+        params = {**self._keyword_params(keywords, offset + count), "count": count, "offset": offset}
+        rows = await self._rows(keyword_sql(pred.sql()), {**params, **pred.params})
         return [_hit(row, float(row["score"])) for row in rows]
-
-    def _nearest_sql(self, where: str, *, exact: bool) -> str:
-        """The ``depth`` nearest admitted items; ``exact`` defeats the index (a full, filtered scan)."""
-        distance = "(e.embedding <=> CAST(:vec AS vector))"
-        order = f"{distance} + 0" if exact else distance
-        return f"""
-            SELECT e.item_id AS id, {distance} AS distance, i.seq
-            FROM engram_embeddings e JOIN engram_items i ON i.id = e.item_id
-            WHERE e.model = :model AND {where}
-            ORDER BY {order}
-            LIMIT :depth
-        """
 
     async def _vector(self, vector: list[float], request_filter: Filter, offset: int, count: int) -> list[Hit]:
         pred = filter_predicate(request_filter)
-        params = {"vec": vector_literal(vector), "model": self._embedder.name, "depth": offset + count, **pred.params}
+        params = {"vec": vector_literal(vector), "model": self._embedder.name, "depth": offset + count}
         for exact in (False, True):
-            rows = await self._rows(
-                f"""
-                WITH nearest AS MATERIALIZED ({self._nearest_sql(pred.sql(), exact=exact)})
-                SELECT {HIT_COLUMNS}, 1 - n.distance AS score
-                FROM nearest n JOIN engram_items i ON i.id = n.id
-                ORDER BY n.distance, n.seq
-                OFFSET :offset
-                """,
-                {**params, "offset": offset},
-            )
+            rows = await self._rows(vector_sql(pred.sql(), exact=exact), {**params, "offset": offset, **pred.params})
             # A short answer may be the index giving up on a selective filter
             # (hnsw.max_scan_tuples): the exact scan then says what really matches.
             if len(rows) == count or exact:
@@ -491,23 +365,7 @@ class PostgresEngine:
             **pred.params,
         }
         for exact in (False, True):
-            rows = await self._rows(
-                f"""
-                WITH {self._keyword_sql(pred.sql())},
-                nearest AS MATERIALIZED ({self._nearest_sql(pred.sql(), exact=exact)}),
-                vec AS (SELECT id, row_number() OVER (ORDER BY distance, seq) AS rank FROM nearest),
-                fused AS (
-                    SELECT id, sum(1.0 / (:k + rank)) AS score
-                    FROM (SELECT id, rank FROM kw WHERE rank <= :depth UNION ALL SELECT id, rank FROM vec) AS ranks
-                    GROUP BY id
-                )
-                SELECT {HIT_COLUMNS}, f.score, (SELECT count(*) FROM vec) AS vector_depth
-                FROM fused f JOIN engram_items i ON i.id = f.id
-                ORDER BY f.score DESC, i.seq
-                LIMIT :count OFFSET :offset
-                """,
-                params,
-            )
+            rows = await self._rows(hybrid_sql(pred.sql(), exact=exact), params)
             if exact or not rows or rows[0]["vector_depth"] == depth:
                 return [_hit(row, float(row["score"])) for row in rows]
         raise AssertionError("unreachable")
@@ -522,15 +380,7 @@ class PostgresEngine:
         scope = scope_of("list", request.filter)
         after = self._cursors.read(request.cursor, scope) if request.cursor else 0
         pred = filter_predicate(request.filter)
-        rows = await self._rows(
-            f"""
-            SELECT {HIT_COLUMNS}, i.seq FROM engram_items i
-            WHERE i.seq > :after AND {pred.sql()}
-            ORDER BY i.seq
-            LIMIT :count
-            """,
-            {"after": int(after), "count": request.limit + 1, **pred.params},
-        )
+        rows = await self._rows(list_sql(pred.sql()), {"after": int(after), "count": request.limit + 1, **pred.params})
         page = rows[: request.limit]
         more = len(rows) > request.limit
         return ListPage(
@@ -543,7 +393,7 @@ class PostgresEngine:
         pred = filter_predicate(Filter(reach=request.reach)) if request.reach else filter_predicate(Filter())
         ids = list(dict.fromkeys(request.ids))
         rows = await self._rows(
-            f"SELECT {HIT_COLUMNS} FROM engram_items i WHERE i.id = ANY(:ids) AND {pred.sql()}",
+            get_sql(pred.sql()),
             {"ids": ids, **pred.params},
         )
         found = {row["id"]: row for row in rows}
@@ -552,31 +402,7 @@ class PostgresEngine:
     async def explore(self, request: ExploreRequest) -> ExplorePage:
         request = request.validate(self._limits)
         pred = filter_predicate(request.filter)
-        if request.facet == "tag":
-            admitted_cols, missing = "i.id, i.tags", "cardinality(a.tags) = 0"
-            source = "admitted s, LATERAL (SELECT DISTINCT unnest(s.tags) AS value) v"
-        else:
-            admitted_cols = f"i.id, {FACET_VALUE[request.facet]} AS value"
-            missing = "a.value IS NULL"
-            source = "admitted v"
-        row = (
-            await self._rows(
-                f"""
-                WITH admitted AS MATERIALIZED (SELECT {admitted_cols} FROM engram_items i WHERE {pred.sql()}),
-                counts AS (
-                    SELECT v.value, count(*) AS n FROM {source} WHERE v.value IS NOT NULL GROUP BY v.value
-                )
-                SELECT
-                    (SELECT count(*) FROM admitted) AS total,
-                    (SELECT count(*) FROM admitted a WHERE {missing}) AS missing,
-                    (SELECT count(*) FROM counts) AS distinct_values,
-                    (SELECT coalesce(json_agg(json_build_object('value', t.value, 'count', t.n)
-                                                ORDER BY t.n DESC, t.value COLLATE "C"), '[]')
-                     FROM (SELECT value, n FROM counts ORDER BY n DESC, value COLLATE "C" LIMIT :limit) t) AS buckets
-                """,
-                {"limit": request.limit, **pred.params},
-            )
-        )[0]
+        (row,) = await self._rows(explore_sql(request.facet, pred.sql()), {"limit": request.limit, **pred.params})
         buckets = row["buckets"] if isinstance(row["buckets"], list) else json.loads(row["buckets"])
         return ExplorePage(
             facet=request.facet,
