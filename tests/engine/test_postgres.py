@@ -177,7 +177,7 @@ async def test_a_failed_store_many_write_leaves_nothing_half_written(pg_engine: 
 
 
 async def test_keyword_paging_past_the_ranking_pool_is_one_order(pg_engine: PostgresEngine) -> None:
-    from app.engine.postgres.engine import KEYWORD_POOL
+    from app.engine.postgres.statements import KEYWORD_POOL
 
     words = ["garden", "tomato", "basil", "soil", "water"]
     items = [learning(" ".join(words[: 1 + n % 5]) + f" entry {n}") for n in range(KEYWORD_POOL + 60)]
