@@ -6,6 +6,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Depends, Request, Response
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel
 
 from app.api import examples
 from app.api.envelope import ErrorCatalogue, ErrorEnvelope
@@ -31,6 +32,7 @@ from app.contract.requests import (
     StoreManyResult,
     StoreReceipt,
 )
+from app.contract.wire import wire_json
 from app.engine.protocol import MemoryEngine
 
 _ERROR_TEXT = {
@@ -52,6 +54,16 @@ def documented(*statuses: int) -> dict[int | str, dict[str, Any]]:
 READ_ERRORS = documented(400, 401, 413, 422, 500, 503)
 
 
+def answer(model: BaseModel, status_code: int = 200) -> Response:
+    """The model as JSON with unset fields omitted, serialised once.
+
+    Returning a Response skips FastAPI's dump-validate-serialise of the response
+    model: bench/analysis.md (10k, item 1) measured 1.2 ms per 100-item page there.
+    The route's ``response_model`` still documents the shape.
+    """
+    return Response(wire_json(model), status_code=status_code, media_type="application/json")
+
+
 def engine_of(request: Request) -> MemoryEngine:
     return request.app.state.engine  # type: ignore[no-any-return]
 
@@ -61,10 +73,10 @@ Engine = Annotated[MemoryEngine, Depends(engine_of)]
 router = APIRouter(prefix="/v1")
 
 
-@router.get("/engine", operation_id="engine", responses=documented(401, 500))
-async def describe_engine(engine: Engine) -> EngineDescriptor:
+@router.get("/engine", response_model=EngineDescriptor, operation_id="engine", responses=documented(401, 500))
+async def describe_engine(engine: Engine) -> Response:
     """What the engine is and which fetch modes it serves."""
-    return engine.descriptor
+    return answer(engine.descriptor)
 
 
 @router.get(
@@ -79,81 +91,72 @@ async def health(engine: Engine) -> JSONResponse:
     return JSONResponse(state.model_dump(exclude_none=True), status_code=200 if state.is_serving else 503)
 
 
-@router.get("/errors", operation_id="errors", responses=documented(401))
-async def errors() -> ErrorCatalogue:
+@router.get("/errors", response_model=ErrorCatalogue, operation_id="errors", responses=documented(401))
+async def errors() -> Response:
     """Every error code with its HTTP status, whether it is retryable, and one sentence."""
-    return ErrorCatalogue.model_validate({"errors": [entry.__dict__ for entry in catalogue()]})
+    return answer(ErrorCatalogue.model_validate({"errors": [entry.__dict__ for entry in catalogue()]}))
 
 
 @router.post(
     "/store",
+    response_model=StoreReceipt,
     operation_id="store",
     status_code=201,
     responses={200: {"model": StoreReceipt, "description": "The item was already held: a replay."}, **READ_ERRORS},
 )
-async def store(
-    item: Annotated[StoreItem, Body(openapi_examples=examples.STORE)], response: Response, engine: Engine
-) -> StoreReceipt:
+async def store(item: Annotated[StoreItem, Body(openapi_examples=examples.STORE)], engine: Engine) -> Response:
     """Store one item; an identical item answers its existing id with `replayed: true` (200)."""
     receipt = await engine.store(item.root)
-    if receipt.replayed:
-        response.status_code = 200
-    return receipt
+    return answer(receipt, status_code=200 if receipt.replayed else 201)
 
 
-@router.post("/store_many", operation_id="store_many", responses=READ_ERRORS)
+@router.post("/store_many", response_model=StoreManyResult, operation_id="store_many", responses=READ_ERRORS)
 async def store_many(
     body: Annotated[StoreManyRequest, Body(openapi_examples=examples.STORE_MANY)], engine: Engine
-) -> StoreManyResult:
+) -> Response:
     """Store 1-100 items in one transaction; receipts in item order."""
-    return StoreManyResult(receipts=await engine.store_many(list(body.items)))
+    return answer(StoreManyResult(receipts=await engine.store_many(list(body.items))))
 
 
-@router.post("/fetch", operation_id="fetch", responses={**READ_ERRORS, **documented(501)})
-async def fetch(body: Annotated[FetchRequest, Body(openapi_examples=examples.FETCH)], engine: Engine) -> FetchPage:
+@router.post("/fetch", response_model=FetchPage, operation_id="fetch", responses={**READ_ERRORS, **documented(501)})
+async def fetch(body: Annotated[FetchRequest, Body(openapi_examples=examples.FETCH)], engine: Engine) -> Response:
     """Ranked retrieval by keyword, vector or hybrid; page on with `next_cursor`."""
-    return await engine.fetch(body)
+    return answer(await engine.fetch(body))
 
 
-@router.post("/recall", operation_id="recall", responses=READ_ERRORS)
-async def recall(
-    body: Annotated[RecallRequest, Body(openapi_examples=examples.RECALL)], engine: Engine
-) -> RecallAnswer:
+@router.post("/recall", response_model=RecallAnswer, operation_id="recall", responses=READ_ERRORS)
+async def recall(body: Annotated[RecallRequest, Body(openapi_examples=examples.RECALL)], engine: Engine) -> Response:
     """An answer quoted from the best memories, with citations."""
-    return await engine.recall(body)
+    return answer(await engine.recall(body))
 
 
-@router.post("/list", operation_id="list", responses=READ_ERRORS)
-async def list_items(body: Annotated[ListRequest, Body(openapi_examples=examples.LIST)], engine: Engine) -> ListPage:
+@router.post("/list", response_model=ListPage, operation_id="list", responses=READ_ERRORS)
+async def list_items(body: Annotated[ListRequest, Body(openapi_examples=examples.LIST)], engine: Engine) -> Response:
     """Query-free paging in insertion order, stable under concurrent writes."""
-    return await engine.list(body)
+    return answer(await engine.list(body))
 
 
-@router.post("/get", operation_id="get", responses=READ_ERRORS)
-async def get(body: Annotated[GetRequest, Body(openapi_examples=examples.GET)], engine: Engine) -> GetResult:
+@router.post("/get", response_model=GetResult, operation_id="get", responses=READ_ERRORS)
+async def get(body: Annotated[GetRequest, Body(openapi_examples=examples.GET)], engine: Engine) -> Response:
     """Items by id, in the order asked; unknown ids and ids outside `reach` are left out."""
-    return GetResult(hits=await engine.get(body))
+    return answer(GetResult(hits=await engine.get(body)))
 
 
-@router.post("/forget", operation_id="forget", responses=READ_ERRORS)
-async def forget(
-    body: Annotated[ForgetRequest, Body(openapi_examples=examples.FORGET)], engine: Engine
-) -> ForgetReport:
+@router.post("/forget", response_model=ForgetReport, operation_id="forget", responses=READ_ERRORS)
+async def forget(body: Annotated[ForgetRequest, Body(openapi_examples=examples.FORGET)], engine: Engine) -> Response:
     """Remove by ids or by a non-empty filter; `forgotten` counts what was really removed."""
-    return await engine.forget(body.root)
+    return answer(await engine.forget(body.root))
 
 
-@router.post("/forget_within", operation_id="forget_within", responses=READ_ERRORS)
+@router.post("/forget_within", response_model=ForgetReport, operation_id="forget_within", responses=READ_ERRORS)
 async def forget_within(
     body: Annotated[ForgetWithinRequest, Body(openapi_examples=examples.FORGET_WITHIN)], engine: Engine
-) -> ForgetReport:
+) -> Response:
     """Remove the ids that lie within the reach, and nothing else."""
-    return await engine.forget_within(body.ids, body.reach)
+    return answer(await engine.forget_within(body.ids, body.reach))
 
 
-@router.post("/explore", operation_id="explore", responses=READ_ERRORS)
-async def explore(
-    body: Annotated[ExploreRequest, Body(openapi_examples=examples.EXPLORE)], engine: Engine
-) -> ExplorePage:
+@router.post("/explore", response_model=ExplorePage, operation_id="explore", responses=READ_ERRORS)
+async def explore(body: Annotated[ExploreRequest, Body(openapi_examples=examples.EXPLORE)], engine: Engine) -> Response:
     """Counts per facet value over what the filter admits; exact."""
-    return await engine.explore(body)
+    return answer(await engine.explore(body))

@@ -11,9 +11,7 @@ from pydantic import (
     ConfigDict,
     Field,
     PlainSerializer,
-    SerializerFunctionWrapHandler,
     Strict,
-    model_serializer,
     model_validator,
 )
 
@@ -59,16 +57,7 @@ Instant = Annotated[
 ]
 
 
-class Wire(BaseModel):
-    """Optional fields are omitted when unset: never ``null`` on the wire."""
-
-    @model_serializer(mode="wrap")
-    def _omit_unset(self, handler: SerializerFunctionWrapHandler) -> Any:
-        data = handler(self)
-        return {k: v for k, v in data.items() if v is not None} if isinstance(data, dict) else data
-
-
-class Closed(Wire):
+class Closed(BaseModel):
     """Requests are closed (an unknown key is refused) and typed strictly."""
 
     model_config = ConfigDict(extra="forbid", strict=True)

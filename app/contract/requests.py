@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import ConfigDict, Field, RootModel
+from pydantic import BaseModel, ConfigDict, Field, RootModel
 
 from app.contract.errors import InvalidRequest, Unsupported
 from app.contract.items import Item, StoredItem
@@ -19,7 +19,7 @@ from app.contract.limits import (
     MAX_STORE_MANY,
     Limits,
 )
-from app.contract.meta import Closed, Filter, ItemKind, Meta, Wire
+from app.contract.meta import Closed, Filter, ItemKind, Meta
 from app.contract.namespaces import Reach
 from app.contract.text import check_storable, is_blank
 
@@ -185,7 +185,9 @@ class ExploreRequest(Closed):
 # Answers. Optional fields are omitted when unset (the HTTP layer drops None).
 
 
-class Answer(Wire):
+class Answer(BaseModel):
+    """Optional fields are omitted when unset: answers are written with ``exclude_none``."""
+
     model_config = ConfigDict(extra="forbid")
 
 

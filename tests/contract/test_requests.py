@@ -24,6 +24,7 @@ from app.contract.requests import (
     RecallRequest,
     StoreManyRequest,
 )
+from app.contract.wire import wire_dict, wire_json
 from tests.contract.support import refused
 
 ID = "19fc22b957ecd5727c7e03dda8c2e1979528da36"
@@ -296,14 +297,14 @@ def test_wrong_json_types_are_refused(model: type[BaseModel], data: dict[str, An
 
 def test_answers_omit_unset_fields() -> None:
     hit = Hit(id=ID, kind="document", text="t", meta={"source": {"kind": "agent"}}, score=0.0)
-    assert hit.model_dump(mode="json") == {
+    assert wire_dict(hit) == {
         "id": ID,
         "kind": "document",
         "text": "t",
         "meta": {"source": {"kind": "agent"}},
         "score": 0.0,
     }
-    assert "null" not in hit.model_dump_json()
+    assert "null" not in wire_json(hit)
 
 
 def test_a_fetch_mode_the_descriptor_does_not_list_is_unsupported() -> None:

@@ -9,6 +9,7 @@ from pydantic import ValidationError
 
 from app.contract.meta import Meta, format_instant
 from app.contract.requests import Hit
+from app.contract.wire import wire_dict
 
 
 @pytest.mark.parametrize(
@@ -47,9 +48,9 @@ def test_format_instant(value: datetime, text: str) -> None:
 )
 def test_meta_reads_any_rfc3339_and_writes_utc_with_z(given: str, written: str) -> None:
     meta = Meta.model_validate_json(f'{{"observed_at": "{given}"}}')
-    assert meta.model_dump(mode="json") == {"observed_at": written}
+    assert wire_dict(meta) == {"observed_at": written}
     hit = Hit(id="x", kind="document", text="t", meta=meta.validate(), score=0.0)
-    assert hit.model_dump(mode="json")["meta"]["observed_at"] == written
+    assert wire_dict(hit)["meta"]["observed_at"] == written
 
 
 @pytest.mark.parametrize("given", ["2024-05-01T10:00:00", "2024-05-01", "yesterday", "2024-13-01T00:00:00Z"])
