@@ -203,7 +203,11 @@ def _wait_healthy(server: LiveServer) -> None:
             raise RuntimeError(f"engram serve exited with {server.process.returncode}:\n{server.logs()}")
         with contextlib.suppress(httpx.TransportError):
             if httpx.get(f"{server.base_url}/v1/health", timeout=2).status_code == 200:
-                return
+                # Ours, not another process that took the port between free_port() and our bind.
+                mine = httpx.get(f"{server.base_url}/v1/engine", headers=server.headers(), timeout=5)
+                if server.process.poll() is None and mine.status_code == 200:
+                    return
+                raise RuntimeError(f"another service answers on {server.base_url}:\n{server.logs()}")
         time.sleep(0.2)
     raise RuntimeError(f"engram serve did not become healthy:\n{server.logs()}")
 
