@@ -136,12 +136,16 @@ class RawSql:
         base = {**pred.params, "offset": offset}
         tsq = keywords.to_tsquery() if not keywords.is_empty else ""
         if mode == "keyword":
-            return keyword_sql(pred.sql()), {**base, **keyword_params(self._cfg, tsq, offset + count), "count": count}
+            return keyword_sql(pred.sql(), depth=offset + count), {
+                **base,
+                **keyword_params(self._cfg, tsq, offset + count),
+                "count": count,
+            }
         vec = {"vec": vector_literal(vector or []), "model": self._embedder.name, "depth": offset + count}
         if mode == "vector":
             return vector_sql(pred.sql(), exact=exact), {**base, **vec}
         params = {**base, **vec, **keyword_params(self._cfg, tsq, offset + count), "count": count, "k": RRF_K}
-        return hybrid_sql(pred.sql(), exact=exact), params
+        return hybrid_sql(pred.sql(), exact=exact, depth=offset + count), params
 
     async def fetch(self, query: str, mode: str, request_filter: Filter, limit: int = 10) -> list[str]:
         if mode == "keyword":

@@ -336,7 +336,7 @@ class PostgresEngine:
     async def _keyword(self, keywords: KeywordQuery, request_filter: Filter, offset: int, count: int) -> list[Hit]:
         pred = filter_predicate(request_filter)
         params = {**self._keyword_params(keywords, offset + count), "count": count, "offset": offset}
-        rows = await self._rows(keyword_sql(pred.sql()), {**params, **pred.params})
+        rows = await self._rows(keyword_sql(pred.sql(), depth=offset + count), {**params, **pred.params})
         return [_hit(row, float(row["score"])) for row in rows]
 
     async def _vector(self, vector: list[float], request_filter: Filter, offset: int, count: int) -> list[Hit]:
@@ -365,7 +365,7 @@ class PostgresEngine:
             **pred.params,
         }
         for exact in (False, True):
-            rows = await self._rows(hybrid_sql(pred.sql(), exact=exact), params)
+            rows = await self._rows(hybrid_sql(pred.sql(), exact=exact, depth=depth), params)
             if exact or not rows or rows[0]["vector_depth"] == depth:
                 return [_hit(row, float(row["score"])) for row in rows]
         raise AssertionError("unreachable")

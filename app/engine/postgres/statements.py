@@ -66,29 +66,42 @@ def delete_sql(where: str) -> str:
     return f"WITH gone AS (DELETE FROM engram_items i WHERE {where} RETURNING 1) SELECT count(*) FROM gone"
 
 
-def keyword_ctes(where: str) -> str:
-    """CTEs ending in ``kw(id, seq, score, rank)``: matches best first, one order whatever the page.
+def keyword_params(ts_config: str, tsquery: str, depth: int) -> dict[str, object]:
+    """The parameters of ``keyword_ctes`` for a page ending at ``depth``."""
+    return {"cfg": ts_config, "tsq": tsquery, "depth": depth, "pool": KEYWORD_POOL, "ranked": max(depth, KEYWORD_POOL)}
 
-    The pool (best KEYWORD_POOL by ``ts_rank``) is ordered by ``ts_rank_cd``, the rest
-    follow by ``ts_rank``. The pool does not depend on the offset, so cursors neither
-    skip nor repeat; past the pool ``ts_rank`` is scaled below the pool's lowest score
-    so scores fall monotonically. Parameters: cfg, tsq, pool, ranked (>= pool and >= depth).
+
+def keyword_ctes(where: str, *, depth: int) -> str:
+    """CTEs ending in ``kw(id, seq, score, rank)``: matches best first, in one order whatever the page.
+
+    The pool (the best KEYWORD_POOL by ``ts_rank``) is ordered by ``ts_rank_cd``; the
+    rest follow by ``ts_rank``, which only a page ending past the pool needs. The pool
+    does not depend on the page, so cursors neither skip nor repeat; past the pool
+    ``ts_rank`` is scaled below the pool's lowest score so scores fall monotonically.
+    Parameters: cfg, tsq, pool, ranked (see ``keyword_params``).
     """
-    return f"""
-        ranked AS (
+    matches = f"""
             SELECT i.id, i.seq, i.tsv, ts_rank(i.tsv, q) AS r
             FROM engram_items i, to_tsquery(CAST(:cfg AS regconfig), :tsq) AS q
-            WHERE :tsq <> '' AND i.tsv @@ q AND {where}
+            WHERE i.tsv @@ q AND {where}
             ORDER BY r DESC, i.seq
-            LIMIT :ranked
-        ),
+    """
+    cover_density = "ts_rank_cd(tsv, to_tsquery(CAST(:cfg AS regconfig), :tsq))"
+    if depth <= KEYWORD_POOL:
+        return f"""
+        pool AS ({matches} LIMIT :pool),
+        kw AS (
+            SELECT id, seq, score, row_number() OVER (ORDER BY score DESC, seq) AS rank
+            FROM (SELECT id, seq, {cover_density} AS score FROM pool) AS scored
+        )
+        """
+    return f"""
+        ranked AS ({matches} LIMIT :ranked),
         pooled AS (
             SELECT id, seq, r, tsv, row_number() OVER (ORDER BY r DESC, seq) <= :pool AS in_pool FROM ranked
         ),
         scored AS (
-            SELECT id, seq, r, in_pool,
-                   CASE WHEN in_pool THEN ts_rank_cd(tsv, to_tsquery(CAST(:cfg AS regconfig), :tsq)) END AS cd
-            FROM pooled
+            SELECT id, seq, r, in_pool, CASE WHEN in_pool THEN {cover_density} END AS cd FROM pooled
         ),
         keyword AS (
             SELECT id, seq, in_pool,
@@ -104,18 +117,13 @@ def keyword_ctes(where: str) -> str:
     """
 
 
-def keyword_params(ts_config: str, tsquery: str, depth: int) -> dict[str, object]:
-    """The parameters of ``keyword_ctes`` for a page ending at ``depth``."""
-    return {"cfg": ts_config, "tsq": tsquery, "depth": depth, "pool": KEYWORD_POOL, "ranked": max(depth, KEYWORD_POOL)}
-
-
-def keyword_sql(where: str) -> str:
+def keyword_sql(where: str, *, depth: int) -> str:
     return f"""
-        WITH {keyword_ctes(where)}
-        SELECT {HIT_COLUMNS}, kw.score
-        FROM kw JOIN engram_items i ON i.id = kw.id
-        ORDER BY kw.rank
-        LIMIT :count OFFSET :offset
+        WITH {keyword_ctes(where, depth=depth)}
+        SELECT {HIT_COLUMNS}, page.score
+        FROM (SELECT id, score, rank FROM kw ORDER BY rank LIMIT :count OFFSET :offset) AS page
+        JOIN engram_items i ON i.id = page.id
+        ORDER BY page.rank
     """
 
 
@@ -142,10 +150,10 @@ def vector_sql(where: str, *, exact: bool) -> str:
     """
 
 
-def hybrid_sql(where: str, *, exact: bool) -> str:
+def hybrid_sql(where: str, *, exact: bool, depth: int) -> str:
     """Reciprocal rank fusion of the keyword and vector rankings, each cut at ``depth``, in one statement."""
     return f"""
-        WITH {keyword_ctes(where)},
+        WITH {keyword_ctes(where, depth=depth)},
         nearest AS MATERIALIZED ({nearest_sql(where, exact=exact)}),
         vec AS (SELECT id, row_number() OVER (ORDER BY distance, seq) AS rank FROM nearest),
         fused AS (
