@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import httpx
 import pytest
 
-from tests.live import start_server
+from tests.live import live_server, scratch
 
 pytestmark = pytest.mark.slow
 
@@ -18,11 +16,9 @@ ITEMS = [
 ]
 
 
-def test_serve_store_fetch_recall_forget_stop_and_restart(tmp_path: Path) -> None:
-    data_dir = tmp_path / "data"
-    server = start_server(data_dir)
-    try:
-        with httpx.Client(base_url=server.base_url, timeout=30) as client:
+def test_serve_store_fetch_recall_forget_stop_and_restart() -> None:
+    with scratch("serve") as tmp:
+        with live_server(tmp, api_key=None) as server, httpx.Client(base_url=server.base_url, timeout=30) as client:
             receipts = client.post("/v1/store_many", json={"items": ITEMS}).json()["receipts"]
             ids = [r["id"] for r in receipts]
             assert [r["replayed"] for r in receipts] == [False, False, False]
@@ -30,21 +26,16 @@ def test_serve_store_fetch_recall_forget_stop_and_restart(tmp_path: Path) -> Non
                 page = client.post("/v1/fetch", json={"query": "when is the deploy?", "mode": mode, "limit": 3})
                 assert page.status_code == 200, page.text
                 assert page.json()["hits"], mode
-            answer = client.post("/v1/recall", json={"question": "when is the deploy window?", "limit": 2}).json()
-            assert answer["citations"][0]["id"] == ids[0]
+            answer = client.post("/v1/recall", json={"question": "when is the deploy window?", "limit": 2})
+            assert answer.json()["citations"][0]["id"] == ids[0]
             assert client.post("/v1/forget", json={"ids": [ids[2]]}).json() == {"forgotten": 1}
-    finally:
-        code = server.stop()
-    assert code == 0, server.log()
-    log = server.log()
-    assert "listening on http://127.0.0.1" in log and "embedded PostgreSQL" in log and "wordllama" in log
+        assert server.process.returncode == 0, server.logs()
+        log = server.logs()
+        assert "listening on http://127.0.0.1" in log and "embedded PostgreSQL" in log and "wordllama" in log
 
-    again = start_server(data_dir)
-    try:
-        with httpx.Client(base_url=again.base_url, timeout=30) as client:
+        with live_server(tmp, api_key=None) as again, httpx.Client(base_url=again.base_url, timeout=30) as client:
             hits = client.post("/v1/get", json={"ids": ids}).json()["hits"]
             assert [h["id"] for h in hits] == ids[:2]
             page = client.post("/v1/fetch", json={"query": "queue worker", "mode": "keyword", "limit": 3}).json()
             assert [h["id"] for h in page["hits"]] == [ids[1]]
-    finally:
-        assert again.stop() == 0, again.log()
+        assert again.process.returncode == 0, again.logs()

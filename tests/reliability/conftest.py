@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.reliability.live import LiveServer, live_server, scratch
+from tests.live import LiveServer, live_server, scratch
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ import httpx
 import psutil
 import pytest
 
-from tests.reliability.live import Database, LiveServer, fingerprint, learning, list_everything, live_server, scratch
+from tests.live import Database, LiveServer, fingerprint, learning, list_everything, live_server, scratch
 
 WRITERS = 4
 BATCH = 5

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.reliability.live import LiveServer, document, learning, list_everything, live_server, scratch
+from tests.live import LiveServer, document, learning, list_everything, live_server, scratch
 
 pytestmark = pytest.mark.slow
 

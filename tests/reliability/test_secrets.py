@@ -17,7 +17,7 @@ import httpx
 import pytest
 from sqlalchemy.engine import make_url
 
-from tests.reliability.live import Database, LiveServer, document, learning, live_server, run_engram, scratch
+from tests.live import Database, LiveServer, document, learning, live_server, run_engram, scratch
 
 pytestmark = pytest.mark.slow
 
