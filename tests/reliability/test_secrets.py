@@ -199,5 +199,6 @@ def test_migrate_and_a_failed_start_do_not_print_the_dsn(credentials: Secrets) -
         ):
             pass
         assert "exited" in str(failed.value), "the service refuses to start on a rejected password"
+        assert "configuration error: the database refused the login" in str(failed.value), "says what is wrong"
         assert_clean(str(failed.value), wrong, "the output of a failed start")
         assert_clean(str(failed.value), credentials, "the output of a failed start")

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import asyncpg
 from sqlalchemy import exc as sa_exc
 
-from app.contract.errors import EngineFailure, EngramError, Unavailable, sanitise
+from app.contract.errors import ConfigError, EngineFailure, EngramError, Unavailable, sanitise
 
 logger = logging.getLogger("engram.engine")
 
@@ -39,11 +39,17 @@ def _causes(error: BaseException) -> Iterator[BaseException]:
         current = current.__cause__ or current.__context__
 
 
+# The server is there but will not have us: retrying will not help, the configuration must change.
+_REFUSED = (asyncpg.InvalidAuthorizationSpecificationError, asyncpg.InvalidCatalogNameError)
+
+
 def classify(error: BaseException) -> EngramError:
     """The contract error a database failure becomes; its message never holds SQL or a DSN."""
     if isinstance(error, EngramError):
         return error
     chain = list(_causes(error))
+    if any(isinstance(e, _REFUSED) for e in chain):
+        return ConfigError("the database refused the login or has no such database: check ENGRAM_DATABASE_URL")
     if any(isinstance(e, sa_exc.DBAPIError) and e.connection_invalidated for e in chain) or any(
         isinstance(e, _TRANSIENT) for e in chain
     ):
