@@ -130,6 +130,10 @@ class _Shaper:
 
     def _children(self, schema: dict[str, Any]) -> dict[str, Any]:
         schema = dict(schema)
+        for bound in ("minimum", "maximum"):
+            # FastAPI's document model holds bounds as floats; an integer's bounds stay integers.
+            if schema.get("type") == "integer" and isinstance(schema.get(bound), float):
+                schema[bound] = int(schema[bound])
         if "properties" in schema:
             schema["properties"] = {k: self.nested(v) for k, v in schema["properties"].items()}
         if isinstance(schema.get("items"), dict):

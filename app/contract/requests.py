@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel
 
@@ -25,6 +25,14 @@ from app.contract.text import check_storable, is_blank
 
 FetchMode = Literal["keyword", "vector", "hybrid"]
 FETCH_MODES: tuple[FetchMode, ...] = ("keyword", "vector", "hybrid")
+
+
+def documented_range(low: int, high: int) -> object:
+    """The range in the schema only: out of range is the contract's 400, not a schema 422."""
+    return Field(json_schema_extra={"minimum": low, "maximum": high})
+
+
+PageLimit = Annotated[int, documented_range(1, MAX_PAGE)]
 
 
 def _check_limit(limit: int, low: int, high: int, name: str = "limit") -> None:
@@ -73,7 +81,7 @@ class FetchRequest(Closed):
     query: str
     mode: FetchMode
     filter: Filter = Field(default_factory=Filter)
-    limit: int
+    limit: PageLimit
     cursor: str | None = None
 
     def validate(self, limits: Limits = DEFAULT_LIMITS) -> FetchRequest:  # type: ignore[override]
@@ -85,7 +93,7 @@ class FetchRequest(Closed):
 class RecallRequest(Closed):
     question: str
     filter: Filter = Field(default_factory=Filter)
-    limit: int
+    limit: PageLimit
     instructions: str | None = None
 
     def validate(self, limits: Limits = DEFAULT_LIMITS) -> RecallRequest:  # type: ignore[override]
@@ -98,7 +106,7 @@ class RecallRequest(Closed):
 
 class ListRequest(Closed):
     filter: Filter = Field(default_factory=Filter)
-    limit: int
+    limit: PageLimit
     cursor: str | None = None
 
     def validate(self, limits: Limits = DEFAULT_LIMITS) -> ListRequest:  # type: ignore[override]
@@ -173,8 +181,8 @@ FACETS: tuple[str, ...] = Facet.__args__  # type: ignore[attr-defined]
 class ExploreRequest(Closed):
     facet: Facet
     filter: Filter = Field(default_factory=Filter)
-    limit: int
-    scan_limit: int = DEFAULT_SCAN_LIMIT
+    limit: Annotated[int, documented_range(1, MAX_BUCKETS)]
+    scan_limit: Annotated[int, documented_range(1, MAX_SCAN_LIMIT)] = DEFAULT_SCAN_LIMIT
 
     def validate(self, limits: Limits = DEFAULT_LIMITS) -> ExploreRequest:  # type: ignore[override]
         _check_limit(self.limit, 1, MAX_BUCKETS)
