@@ -8,7 +8,6 @@ service is measured against.
 
 from __future__ import annotations
 
-import re
 import time
 from typing import Any
 
@@ -30,6 +29,7 @@ from app.engine.postgres.statements import (
     keyword_sql,
     list_sql,
     nearest_sql,
+    positional,
     vector_sql,
 )
 from app.settings import Settings
@@ -43,22 +43,6 @@ ENGINE_SESSION = {
     "hnsw.ef_search": str(Settings.model_fields["hnsw_ef_search"].default),
     "hnsw.iterative_scan": "relaxed_order",
 }
-
-_NAMED = re.compile(r"(?<!:):([A-Za-z_][A-Za-z0-9_]*)")
-
-
-def positional(sql: str, params: dict[str, Any]) -> tuple[str, list[Any]]:
-    """``:name`` parameters (SQLAlchemy style, as the engine writes them) as asyncpg's ``$n``."""
-    order: list[str] = []
-
-    def number(match: re.Match[str]) -> str:
-        name = match.group(1)
-        if name not in order:
-            order.append(name)
-        return f"${order.index(name) + 1}"
-
-    converted = _NAMED.sub(number, sql)
-    return converted, [params[name] for name in order]
 
 
 async def connect(url: str) -> asyncpg.Connection:

@@ -5,11 +5,11 @@ from __future__ import annotations
 import asyncio
 import json
 import secrets
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import text
-from sqlalchemy.engine import RowMapping
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 from app.contract.errors import ConfigError
@@ -59,6 +59,7 @@ from app.engine.postgres.statements import (
     keyword_params,
     keyword_sql,
     list_sql,
+    positional,
     vector_sql,
 )
 
@@ -84,7 +85,7 @@ def meta_of(stored: dict[str, Any]) -> Meta:
     return Meta.model_construct(**fields)
 
 
-def _hit(row: RowMapping, score: float) -> Hit:
+def _hit(row: Mapping[str, Any], score: float) -> Hit:
     return Hit.model_construct(
         id=row["id"],
         kind=row["kind"],
@@ -325,10 +326,18 @@ class PostgresEngine:
             return await self._vector(vector, request_filter, offset, count)
         return await self._hybrid(keywords, vector, request_filter, offset, count)
 
-    async def _rows(self, sql: str, params: dict[str, Any]) -> list[RowMapping]:
+    async def _rows(self, sql: str, params: dict[str, Any]) -> list[Mapping[str, Any]]:
+        """A read on a pooled connection, sent through asyncpg itself.
+
+        SQLAlchemy keeps the pool (pre-ping, invalidation, limits); the statement goes
+        straight to the driver's prepared-statement cache. bench/analysis.md (10k,
+        item 1): SQLAlchemy's execute cost 0.34 ms a statement against asyncpg's 0.045.
+        """
+        numbered, values = positional(sql, params)
         with database_errors():
             async with self._db.connect() as connection:
-                return list((await connection.execute(text(sql), params)).mappings().all())
+                raw = await connection.get_raw_connection()
+                return list(await raw.driver_connection.fetch(numbered, *values))  # type: ignore[union-attr]
 
     def _keyword_params(self, keywords: KeywordQuery, depth: int) -> dict[str, Any]:
         return keyword_params(self._ts_config, "" if keywords.is_empty else keywords.to_tsquery(), depth)

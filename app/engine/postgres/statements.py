@@ -8,6 +8,32 @@ construction. Filters arrive as a predicate over ``engram_items AS i``
 
 from __future__ import annotations
 
+import functools
+import re
+from collections.abc import Mapping
+from typing import Any
+
+_NAMED = re.compile(r"(?<!:):([A-Za-z_][A-Za-z0-9_]*)")
+
+
+@functools.lru_cache(maxsize=512)
+def _numbered(sql: str) -> tuple[str, tuple[str, ...]]:
+    names: list[str] = []
+
+    def number(match: re.Match[str]) -> str:
+        if match.group(1) not in names:
+            names.append(match.group(1))
+        return f"${names.index(match.group(1)) + 1}"
+
+    return _NAMED.sub(number, sql), tuple(names)
+
+
+def positional(sql: str, params: Mapping[str, Any]) -> tuple[str, list[Any]]:
+    """A statement written with ``:name`` parameters, as asyncpg's ``$n`` and their values in order."""
+    numbered, names = _numbered(sql)
+    return numbered, [params[name] for name in names]
+
+
 RRF_K = 60
 # Keyword ranking: ts_rank (cheap) orders every match, ts_rank_cd (cover density, ~5x the
 # cost) re-orders the best KEYWORD_POOL. bench/analysis.md (10k, item 2): keyword p50
