@@ -7,28 +7,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
-work=$(mktemp -d)
-server_pid=""
-
-stop_server() {
-    local status=$?
-    if [[ $status -ne 0 && -f $work/serve.log ]]; then
-        echo "-- the service's log"
-        tail -n 50 "$work/serve.log"
-    fi
-    if [[ -n $server_pid ]] && kill -0 "$server_pid" 2>/dev/null; then
-        kill -TERM "$server_pid"
-        wait "$server_pid" || true
-    fi
-    # Should the service have died without stopping its embedded PostgreSQL (a crash), stop that too.
-    local postmaster="$work/data/pg/postmaster.pid"
-    if [[ -f $postmaster ]]; then
-        kill -INT "$(head -n 1 "$postmaster")" 2>/dev/null || true
-        for _ in $(seq 1 60); do [[ -f $postmaster ]] || break; sleep 0.5; done
-    fi
-    rm -rf "$work"
-}
-trap stop_server EXIT
+# shellcheck source=../scripts/live-serve.sh
+source "$root/scripts/live-serve.sh"
 
 # Any warning or error a generator prints about openapi.json fails the run.
 refuse_warnings() {
@@ -64,25 +44,9 @@ MYPYPATH=generated .venv/bin/mypy --strict --no-error-summary e2e.py
 
 echo "-- a live service"
 cd "$root"
-port=$(.venv/bin/python -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 key=$(.venv/bin/python -c 'import secrets; print(secrets.token_hex(16))')
-ENGRAM_DATA_DIR="$work/data" ENGRAM_API_KEYS="$key" .venv/bin/engram serve --host 127.0.0.1 --port "$port" \
-    >"$work/serve.log" 2>&1 &
-server_pid=$!
-healthy() {
-    .venv/bin/python -c 'import sys, urllib.request
-try:
-    sys.exit(0 if urllib.request.urlopen(sys.argv[1], timeout=2).status == 200 else 1)
-except OSError:
-    sys.exit(1)' "http://127.0.0.1:$port/v1/health"
-}
-for _ in $(seq 1 240); do
-    kill -0 "$server_pid" 2>/dev/null || { echo "engram serve exited before it was healthy"; exit 1; }
-    healthy && break
-    sleep 0.5
-done
-healthy || { echo "engram serve was not healthy after 120 s"; exit 1; }
-export ENGRAM_URL="http://127.0.0.1:$port" ENGRAM_API_KEY="$key"
+serve_engram "$key"
+export ENGRAM_URL="$base" ENGRAM_API_KEY="$key"
 
 # Both scripts run even when the first fails, so one run shows every failed check.
 status=0
