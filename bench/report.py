@@ -251,9 +251,8 @@ def write_report(results_dir: Path, markdown: Path, picture: Path) -> None:
         "Engram's hybrid is compared against its vector search. A tag becomes LangGraph's filter "
         '`{"tag_<t>": true}`, a subtree its namespace prefix.',
         "",
-        "**Not yet measured.** N = 100,000 (the issue's second size; budgeted at ≤ 20 minutes on 2 cores) and "
-        "N = 1,000,000 are longer runs documented here but not run yet: `python -m bench --n 100000`, "
-        "`python -m bench --n 1000000`.",
+        "**Not yet measured.** N = 1,000,000, a documented longer run (`python -m bench --n 1000000`; expect "
+        "hours on 2 cores, most of it HNSW upkeep during ingest).",
         "",
     ]
     if ANALYSIS.exists():
