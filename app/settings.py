@@ -30,7 +30,10 @@ class Settings(BaseSettings):
     # Embeddings.
     embedder: str = "wordllama"
     embedding_dim: int = 256
-    hnsw_ef_search: int = 100
+    # HNSW candidates per vector search. Measured at 100k items (bench corpus, 200 queries, recall@10 against
+    # an exact scan; unfiltered / tag / subtree): ef 100 gave 0.940 / 0.890 / 0.896 at 3.2 ms p50, ef 200
+    # 0.971 / 0.904 / 0.918 at 5.1 ms; ef 300 0.980 at 6.9 ms. 200 clears 0.95 unfiltered with room.
+    hnsw_ef_search: int = 200
     # relaxed_order, strict_order or off: how a filtered vector search keeps walking the index.
     hnsw_iterative_scan: str = "relaxed_order"
 

@@ -134,7 +134,7 @@ class PostgresEngine:
         pool_overflow: int = 10,
         connect_timeout_s: float = 5.0,
         statement_timeout_ms: int = 15_000,
-        ef_search: int = 100,
+        ef_search: int = 200,
         iterative_scan: str = "relaxed_order",
     ) -> PostgresEngine:
         """Open the pool and read the settings the schema was made with."""
