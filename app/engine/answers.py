@@ -16,9 +16,9 @@ ANSWER_SENTENCES = 3
 NOTHING_STORED = "nothing relevant is stored: no memory within the filter answers this question"
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
-_WORD = re.compile(r"\w+", re.UNICODE)
+WORD = re.compile(r"\w+", re.UNICODE)
 # Words that carry no meaning for overlap scoring.
-_COMMON = frozenset(
+COMMON_WORDS = frozenset(
     [
         "a",
         "an",
@@ -71,7 +71,7 @@ _COMMON = frozenset(
 )
 
 
-def _stem(word: str) -> str:
+def stem(word: str) -> str:
     for suffix in ("ing", "ed", "es", "s"):
         if len(word) > len(suffix) + 2 and word.endswith(suffix):
             return word[: -len(suffix)]
@@ -79,7 +79,7 @@ def _stem(word: str) -> str:
 
 
 def content_words(text: str) -> set[str]:
-    return {_stem(w) for w in _WORD.findall(text.lower()) if w not in _COMMON}
+    return {stem(w) for w in WORD.findall(text.lower()) if w not in COMMON_WORDS}
 
 
 def _clip(text: str, limit: int = SNIPPET_CHARS) -> str:

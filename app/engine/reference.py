@@ -67,7 +67,7 @@ class _Record:
 
 
 def _words(text: str) -> list[str]:
-    return [answers._stem(w) for w in answers._WORD.findall(text.lower())]
+    return [answers.stem(w) for w in answers.WORD.findall(text.lower())]
 
 
 def _keyword_score(query: KeywordQuery, text: str) -> float:
@@ -76,11 +76,11 @@ def _keyword_score(query: KeywordQuery, text: str) -> float:
     counts = Counter(words)
     score = 0.0
     for term in query.terms:
-        stem = answers._stem(term)
-        if term not in answers._COMMON:
+        stem = answers.stem(term)
+        if term not in answers.COMMON_WORDS:
             score += counts.get(stem, 0)
     for phrase in query.phrases:
-        wanted = [answers._stem(w) for w in phrase if w not in answers._COMMON]
+        wanted = [answers.stem(w) for w in phrase if w not in answers.COMMON_WORDS]
         if wanted and any(words[i : i + len(wanted)] == wanted for i in range(len(words))):
             score += 1
     return score
