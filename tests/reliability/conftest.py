@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.live import LiveServer, live_server, scratch
+from tests.live import Database, LiveServer, live_server, scratch
 
 
 @pytest.fixture(scope="module")
@@ -14,3 +14,12 @@ def live() -> Iterator[LiveServer]:
     """An ``engram serve`` with auth on and its embedded database, shared by one module's tests."""
     with scratch("live") as tmp, live_server(tmp) as server:
         yield server
+
+
+@pytest.fixture(scope="module")
+def database() -> Iterator[Database]:
+    """An embedded PostgreSQL of the module's own, addressed by URL, that its tests may stop and start."""
+    with scratch("db") as tmp:
+        db = Database(tmp)
+        yield db
+        db.close()

@@ -100,14 +100,6 @@ async def until(condition: Any, what: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def database() -> Iterator[Database]:
-    with scratch("faults-db") as tmp:
-        db = Database(tmp)
-        yield db
-        db.close()
-
-
-@pytest.fixture(scope="module")
 def served(database: Database) -> Iterator[LiveServer]:
     env = {
         "ENGRAM_DATABASE_URL": database.url,

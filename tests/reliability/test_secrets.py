@@ -37,14 +37,6 @@ class Secrets:
 
 
 @pytest.fixture(scope="module")
-def database() -> Iterator[Database]:
-    with scratch("secrets-db") as tmp:
-        db = Database(tmp)
-        yield db
-        db.close()
-
-
-@pytest.fixture(scope="module")
 def credentials(database: Database) -> Secrets:
     password = "pw-" + secrets.token_hex(16)
     database.psql(f"CREATE ROLE {ROLE} LOGIN SUPERUSER PASSWORD '{password}';")
