@@ -40,6 +40,7 @@ from bench.corpus import CorpusItem
 ENGINE_SESSION = {
     "statement_timeout": str(Settings.model_fields["statement_timeout_ms"].default),
     "jit": "off",
+    "plan_cache_mode": "force_custom_plan",
     "hnsw.ef_search": str(Settings.model_fields["hnsw_ef_search"].default),
     "hnsw.iterative_scan": "relaxed_order",
 }
@@ -118,17 +119,16 @@ class RawSql:
         keywords = KeywordQuery.parse(query)
         count, offset = 11, 0  # limit 10 + the one row that says whether there is a next page
         base = {**pred.params, "offset": offset}
-        tsq = keywords.to_tsquery() if not keywords.is_empty else ""
         if mode == "keyword":
             return keyword_sql(pred.sql(), depth=offset + count), {
                 **base,
-                **keyword_params(self._cfg, tsq, offset + count),
+                **keyword_params(self._cfg, keywords, offset + count),
                 "count": count,
             }
         vec = {"vec": vector_literal(vector or []), "model": self._embedder.name, "depth": offset + count}
         if mode == "vector":
             return vector_sql(pred.sql(), exact=exact), {**base, **vec}
-        params = {**base, **vec, **keyword_params(self._cfg, tsq, offset + count), "count": count, "k": RRF_K}
+        params = {**base, **vec, **keyword_params(self._cfg, keywords, offset + count), "count": count, "k": RRF_K}
         return hybrid_sql(pred.sql(), exact=exact, depth=offset + count), params
 
     async def fetch(self, query: str, mode: str, request_filter: Filter, limit: int = 10) -> list[str]:

@@ -31,14 +31,20 @@ class KeywordQuery:
                 terms.append(word)
         return cls(tuple(terms[:MAX_TERMS]), tuple(phrases[:MAX_TERMS]))
 
-    def to_tsquery(self) -> str:
-        """Text for ``to_tsquery``: every operand quoted, so no input is syntax.
+    def operands(self) -> list[str]:
+        """Each term and phrase as ``to_tsquery`` text, every word quoted, so no input is syntax.
 
         Words are ``\\w+`` only, which holds no quote, backslash or operator.
         """
-        operands = [f"'{t}'" for t in self.terms]
-        operands += ["(" + " <-> ".join(f"'{w}'" for w in phrase) + ")" for phrase in self.phrases]
-        return " | ".join(operands)
+        return [f"'{t}'" for t in self.terms] + [" <-> ".join(f"'{w}'" for w in phrase) for phrase in self.phrases]
+
+    def operand_words(self) -> list[str]:
+        """Each operand's words as plain text, in the order of ``operands``."""
+        return [*self.terms, *(" ".join(phrase) for phrase in self.phrases)]
+
+    def to_tsquery(self) -> str:
+        """The whole query for ``to_tsquery``: OR of the operands."""
+        return " | ".join(f"({operand})" for operand in self.operands())
 
     @property
     def is_empty(self) -> bool:

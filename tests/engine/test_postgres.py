@@ -199,3 +199,52 @@ async def test_keyword_paging_past_the_ranking_pool_is_one_order(pg_engine: Post
     assert scores == sorted(scores, reverse=True)
     first_ten = await pg_engine.fetch(FetchRequest(query="tomato basil water", mode="keyword", limit=10))
     assert [h.id for h in first_ten.hits] == seen[:10]
+
+
+async def analyse(pg_engine: PostgresEngine) -> None:
+    """Gather the statistics keyword ranking reads its word frequencies from."""
+    async with pg_engine.database.begin() as connection:
+        await connection.execute(text("ANALYZE engram_items"))
+
+
+async def test_keyword_ranking_weighs_a_rare_word_above_common_ones(pg_engine: PostgresEngine) -> None:
+    common = [learning(f"deploy notes for the service, entry {n}") for n in range(400)]
+    rare = learning("the zeppelin checklist")
+    crowded = learning("deploy notes for the service and deploy notes again")
+    for start in range(0, len(common), 100):
+        await pg_engine.store_many(common[start : start + 100])
+    await pg_engine.store_many([rare, crowded])
+    await analyse(pg_engine)
+    page = await pg_engine.fetch(FetchRequest(query="deploy notes service zeppelin", mode="keyword", limit=3))
+    assert page.hits[0].id == rare.validate().fingerprint()
+    assert page.hits[1].id == crowded.validate().fingerprint()
+
+
+async def keyword_page(pg_engine: PostgresEngine, query: str, limit: int, budget: int) -> list[str]:
+    """The engine's keyword statement with a chosen budget (the default one covers a small test table)."""
+    from app.engine.keywords import KeywordQuery
+    from app.engine.postgres.statements import keyword_params, keyword_sql
+
+    params = {**keyword_params("english", KeywordQuery.parse(query), limit, budget=budget), "count": limit}
+    async with pg_engine.database.connect() as connection:
+        rows = await connection.execute(text(keyword_sql("TRUE", depth=limit)), {**params, "offset": 0})
+        return [row.id for row in rows]
+
+
+async def test_keyword_budget_scores_the_rare_words_matches_and_still_fills_the_page(
+    pg_engine: PostgresEngine,
+) -> None:
+    common = [learning(f"garden soil report {n}") for n in range(300)]
+    rare = [learning(f"garden quokka sighting {n}") for n in range(3)]
+    for start in range(0, len(common), 100):
+        await pg_engine.store_many(common[start : start + 100])
+    await pg_engine.store_many(rare)
+    await analyse(pg_engine)
+    rare_ids = {i.validate().fingerprint() for i in rare}
+    # A budget below the common word's frequency: only "quokka" matches are scored,
+    # and the page is topped up from the other matches.
+    bounded = await keyword_page(pg_engine, "garden quokka", limit=40, budget=10)
+    unbounded = await keyword_page(pg_engine, "garden quokka", limit=40, budget=2**31 - 1)
+    assert len(bounded) == len(unbounded) == 40
+    assert set(bounded[:3]) == set(unbounded[:3]) == rare_ids
+    assert len(set(bounded)) == 40

@@ -150,6 +150,10 @@ class PostgresEngine:
                 "server_settings": {
                     "statement_timeout": str(statement_timeout_ms),
                     "jit": "off",  # JIT compiles cost more than these short queries take
+                    # Plan each statement for its values: how selective a filter is and how
+                    # common the query's words are decide between an index and a scan, and
+                    # asyncpg's cached statements would otherwise switch to one generic plan.
+                    "plan_cache_mode": "force_custom_plan",
                     "hnsw.ef_search": str(ef_search),
                     # A filtered vector search keeps scanning the index until it has enough rows.
                     "hnsw.iterative_scan": iterative_scan,
@@ -340,7 +344,7 @@ class PostgresEngine:
                 return list(await raw.driver_connection.fetch(numbered, *values))  # type: ignore[union-attr]
 
     def _keyword_params(self, keywords: KeywordQuery, depth: int) -> dict[str, Any]:
-        return keyword_params(self._ts_config, "" if keywords.is_empty else keywords.to_tsquery(), depth)
+        return keyword_params(self._ts_config, keywords, depth)
 
     async def _keyword(self, keywords: KeywordQuery, request_filter: Filter, offset: int, count: int) -> list[Hit]:
         pred = filter_predicate(request_filter)

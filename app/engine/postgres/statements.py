@@ -13,6 +13,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from app.engine.keywords import KeywordQuery
+
 _NAMED = re.compile(r"(?<!:):([A-Za-z_][A-Za-z0-9_]*)")
 
 
@@ -35,10 +37,12 @@ def positional(sql: str, params: Mapping[str, Any]) -> tuple[str, list[Any]]:
 
 
 RRF_K = 60
-# Keyword ranking: ts_rank (cheap) orders every match, ts_rank_cd (cover density, ~5x the
-# cost) re-orders the best KEYWORD_POOL. bench/analysis.md (10k, item 2): keyword p50
-# 11.8 -> 4.4 ms, p95 33 -> 10 ms, recall@10 0.976 against ts_rank_cd over every match.
+# Keyword ranking is BM25-like (see keyword_ctes). Only the matches of the query's rarest
+# terms, up to KEYWORD_BUDGET estimated rows, are scored; the best KEYWORD_POOL of them
+# (topped up from the other matches when fewer) lead every ranking. bench/analysis.md,
+# 100k: keyword p95 82 -> ? ms, recall@10 ? against scoring every match.
 KEYWORD_POOL = 300
+KEYWORD_BUDGET = 4_000
 HIT_COLUMNS = "i.id, i.kind, i.text, i.meta, i.confidence"
 
 # The value a facet counts under, per item (contract §6); NULL means missing.
@@ -92,53 +96,116 @@ def delete_sql(where: str) -> str:
     return f"WITH gone AS (DELETE FROM engram_items i WHERE {where} RETURNING 1) SELECT count(*) FROM gone"
 
 
-def keyword_params(ts_config: str, tsquery: str, depth: int) -> dict[str, object]:
+def keyword_params(
+    ts_config: str, keywords: KeywordQuery, depth: int, *, budget: int = KEYWORD_BUDGET
+) -> dict[str, object]:
     """The parameters of ``keyword_ctes`` for a page ending at ``depth``."""
-    return {"cfg": ts_config, "tsq": tsquery, "depth": depth, "pool": KEYWORD_POOL, "ranked": max(depth, KEYWORD_POOL)}
+    return {
+        "cfg": ts_config,
+        "tsq": keywords.to_tsquery(),
+        "operands": keywords.operands(),
+        "words": keywords.operand_words(),
+        "depth": depth,
+        "budget": budget,
+        "pool": KEYWORD_POOL,
+        "ranked": max(depth, KEYWORD_POOL),
+    }
+
+
+# Each query operand (a word, or a phrase's words), its tsquery and an estimate of how many
+# items hold it: the planner's own statistics of ``tsv`` (most common lexemes and their
+# frequencies; a lexeme not listed is below the least frequent, estimated at half of it,
+# as the planner does). Without statistics every operand counts as rare. A phrase is as
+# rare as its rarest word. ``idf`` is BM25's.
+_KEYWORD_TERMS = """
+        stats AS (
+            SELECT s.most_common_elems::text::text[] AS elems, s.most_common_elem_freqs AS freqs
+            FROM pg_stats s
+            WHERE s.schemaname = current_schema() AND s.tablename = 'engram_items' AND s.attname = 'tsv'
+        ),
+        total AS (SELECT greatest(c.reltuples, 1) AS n FROM pg_class c WHERE c.oid = 'engram_items'::regclass),
+        terms AS (
+            SELECT o.ord, o.tq, d.df, ln(1 + (total.n - d.df + 0.5) / (d.df + 0.5)) AS idf
+            FROM (
+                SELECT x.ord, x.words, to_tsquery(CAST(:cfg AS regconfig), x.operand) AS tq
+                FROM unnest(CAST(:operands AS text[]), CAST(:words AS text[])) WITH ORDINALITY AS x(operand, words, ord)
+            ) AS o
+            CROSS JOIN total
+            CROSS JOIN LATERAL (
+                SELECT coalesce(min(coalesce(
+                           s.freqs[array_position(s.elems, l)], s.freqs[array_length(s.elems, 1) + 1] / 2
+                       )), 0) * total.n AS df
+                FROM unnest(tsvector_to_array(to_tsvector(CAST(:cfg AS regconfig), o.words))) AS l
+                LEFT JOIN stats s ON true
+            ) AS d
+            WHERE numnode(o.tq) > 0
+        ),
+        ranked_terms AS (
+            SELECT tq, sum(df) OVER (ORDER BY df, ord) AS running, row_number() OVER (ORDER BY df, ord) AS k
+            FROM terms
+        ),
+        essential AS (
+            SELECT CAST(string_agg('(' || tq::text || ')', ' | ') AS tsquery) AS q
+            FROM ranked_terms WHERE running <= :budget OR k = 1
+        )
+"""
+
+
+# The whole query, inline: a constant to the planner, which then estimates how many match.
+_QUERY = "to_tsquery(CAST(:cfg AS regconfig), :tsq)"
 
 
 def keyword_ctes(where: str, *, depth: int) -> str:
     """CTEs ending in ``kw(id, seq, score, rank)``: matches best first, in one order whatever the page.
 
-    The pool (the best KEYWORD_POOL by ``ts_rank``) is ordered by ``ts_rank_cd``; the
-    rest follow by ``ts_rank``, which only a page ending past the pool needs. The pool
-    does not depend on the page, so cursors neither skip nor repeat; past the pool
-    ``ts_rank`` is scaled below the pool's lowest score so scores fall monotonically.
-    Parameters: cfg, tsq, pool, ranked (see ``keyword_params``).
+    Relevance is BM25-like: the sum, over the query operands an item holds, of the
+    operand's ``idf`` times ``ts_rank`` (which saturates with repeats). Scoring every
+    match is linear in the matches, tens of thousands for a question full of common
+    words, so only the matches of the rarest operands (``essential``, up to ``budget``
+    estimated rows) are scored: an item holding none of them can only score through
+    common, low-``idf`` operands. When they are fewer than the pool, other matches top
+    it up, so a page is never short. The best KEYWORD_POOL lead every ranking; a page
+    ending past the pool continues with the other matches by ``ts_rank``, scaled below
+    the pool's lowest score, so cursors neither skip nor repeat.
+    Parameters: cfg, tsq, operands, words, budget, pool, ranked (see ``keyword_params``).
     """
-    matches = f"""
-            SELECT i.id, i.seq, i.tsv, ts_rank(i.tsv, q) AS r
-            FROM engram_items i, to_tsquery(CAST(:cfg AS regconfig), :tsq) AS q
-            WHERE i.tsv @@ q AND {where}
-            ORDER BY r DESC, i.seq
-    """
-    cover_density = "ts_rank_cd(tsv, to_tsquery(CAST(:cfg AS regconfig), :tsq))"
+    score = "(SELECT sum(t.idf * ts_rank(c.tsv, t.tq)) FROM terms t WHERE c.tsv @@ t.tq)"
+    pool = f"""{_KEYWORD_TERMS},
+        core AS (
+            SELECT i.id, i.seq, i.tsv FROM engram_items i, essential e
+            WHERE i.tsv @@ e.q AND {where}
+            LIMIT :budget
+        ),
+        extra AS (
+            SELECT i.id, i.seq, i.tsv FROM engram_items i, essential e, {_QUERY} AS wq
+            WHERE (SELECT count(*) FROM core) < :pool AND i.tsv @@ wq AND NOT (i.tsv @@ e.q) AND {where}
+            LIMIT :pool
+        ),
+        pool AS (
+            SELECT c.id, c.seq, {score} AS score
+            FROM (SELECT * FROM core UNION ALL SELECT * FROM extra) AS c
+            ORDER BY score DESC, c.seq
+            LIMIT :pool
+        )"""
     if depth <= KEYWORD_POOL:
-        return f"""
-        pool AS ({matches} LIMIT :pool),
-        kw AS (
-            SELECT id, seq, score, row_number() OVER (ORDER BY score DESC, seq) AS rank
-            FROM (SELECT id, seq, {cover_density} AS score FROM pool) AS scored
-        )
+        return f"""{pool},
+        kw AS (SELECT id, seq, score, row_number() OVER (ORDER BY score DESC, seq) AS rank FROM pool)
         """
-    return f"""
-        ranked AS ({matches} LIMIT :ranked),
-        pooled AS (
-            SELECT id, seq, r, tsv, row_number() OVER (ORDER BY r DESC, seq) <= :pool AS in_pool FROM ranked
-        ),
-        scored AS (
-            SELECT id, seq, r, in_pool, CASE WHEN in_pool THEN {cover_density} END AS cd FROM pooled
-        ),
-        keyword AS (
-            SELECT id, seq, in_pool,
-                   CASE WHEN in_pool THEN cd
-                        ELSE r * (min(cd) OVER ()) / nullif(max(r) FILTER (WHERE NOT in_pool) OVER (), 0)
-                   END AS score
-            FROM scored
+    return f"""{pool},
+        rest AS (
+            SELECT i.id, i.seq, ts_rank(i.tsv, wq) AS r FROM engram_items i, {_QUERY} AS wq
+            WHERE i.tsv @@ wq AND {where} AND i.id NOT IN (SELECT id FROM pool)
+            ORDER BY r DESC, i.seq
+            LIMIT :ranked
         ),
         kw AS (
             SELECT id, seq, score, row_number() OVER (ORDER BY in_pool DESC, score DESC, seq) AS rank
-            FROM keyword
+            FROM (
+                SELECT id, seq, score, true AS in_pool FROM pool
+                UNION ALL
+                SELECT id, seq, r * (SELECT min(score) FROM pool) / nullif((SELECT max(r) FROM rest), 0), false
+                FROM rest
+            ) AS ranked
         )
     """
 
