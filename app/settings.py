@@ -31,9 +31,11 @@ class Settings(BaseSettings):
     embedder: str = "wordllama"
     embedding_dim: int = 256
     # HNSW candidates per vector search. Measured at 100k items (bench corpus, 200 queries, recall@10 against
-    # an exact scan; unfiltered / tag / subtree): ef 100 gave 0.940 / 0.890 / 0.896 at 3.2 ms p50, ef 200
-    # 0.971 / 0.904 / 0.918 at 5.1 ms; ef 300 0.980 at 6.9 ms. 200 clears 0.95 unfiltered with room.
-    hnsw_ef_search: int = 200
+    # an exact scan). Full-precision index (before migration 0002), unfiltered / tag / subtree: ef 100 gave
+    # 0.940 / 0.890 / 0.896 at 3.2 ms p50, ef 200 0.971 / 0.904 / 0.918 at 5.1 ms. Half-precision index
+    # (m 16, ef_construction 40), unfiltered: ef 200 0.956 at 2.6 ms, 300 0.971 at 3.8 ms, 400 0.979 at
+    # 4.9 ms. 250 keeps 0.95 with room, still faster than the old index at 200.
+    hnsw_ef_search: int = 250
     # relaxed_order, strict_order or off: how a filtered vector search keeps walking the index.
     hnsw_iterative_scan: str = "relaxed_order"
 

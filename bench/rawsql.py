@@ -127,9 +127,9 @@ class RawSql:
             }
         vec = {"vec": vector_literal(vector or []), "model": self._embedder.name, "depth": offset + count}
         if mode == "vector":
-            return vector_sql(pred.sql(), exact=exact), {**base, **vec}
+            return vector_sql(pred.sql(), exact=exact, dimension=self._embedder.dimension), {**base, **vec}
         params = {**base, **vec, **keyword_params(self._cfg, keywords, offset + count), "count": count, "k": RRF_K}
-        return hybrid_sql(pred.sql(), exact=exact, depth=offset + count), params
+        return hybrid_sql(pred.sql(), exact=exact, depth=offset + count, dimension=self._embedder.dimension), params
 
     async def fetch(self, query: str, mode: str, request_filter: Filter, limit: int = 10) -> list[str]:
         if mode == "keyword":
@@ -163,9 +163,9 @@ class RawSql:
         return dict(row)
 
     async def exact_neighbours(self, vector: list[float], request_filter: Filter, k: int = 10) -> list[str]:
-        """Ground truth: the same nearest-neighbour statement with the index defeated (a full, filtered scan)."""
+        """Ground truth: the engine's exact statement (a full, filtered scan at full precision)."""
         pred = filter_predicate(request_filter)
-        sql = nearest_sql(pred.sql(), exact=True)
+        sql = nearest_sql(pred.sql(), exact=True, dimension=self._embedder.dimension)
         params = {"vec": vector_literal(vector), "model": self._embedder.name, "depth": k, **pred.params}
         return [r["id"] for r in await self.run(sql, params)]
 

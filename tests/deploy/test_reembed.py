@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Iterator
 
 import pytest
@@ -60,7 +61,7 @@ async def _query(url: str, sql: str) -> list[tuple[object, ...]]:
 
 
 async def _vector_layout(url: str) -> tuple[object, object, object]:
-    """(column type, index method, settings) of the embeddings table."""
+    """(column type, the index's half-precision cast, settings) of the embeddings table."""
     [(column,)] = await _query(
         url,
         "SELECT format_type(atttypid, atttypmod) FROM pg_attribute "
@@ -68,7 +69,8 @@ async def _vector_layout(url: str) -> tuple[object, object, object]:
     )
     [(index,)] = await _query(url, "SELECT indexdef FROM pg_indexes WHERE indexname = 'engram_embeddings_hnsw'")
     settings = dict(await _query(url, "SELECT key, value FROM engram_settings WHERE key <> 'cursor_secret'"))
-    return column, "USING hnsw (embedding vector_cosine_ops)" in str(index), settings
+    cast = re.search(r"USING hnsw \(\(\(embedding\)::(halfvec\(\d+\))\) halfvec_cosine_ops\)", str(index))
+    return column, cast and cast.group(1), settings
 
 
 async def _nearest(engine: PostgresEngine, item: StoredItem) -> str:
@@ -110,7 +112,7 @@ async def test_reembed_switches_the_dimension_end_to_end(
     url = await _database_with(scratch, items, embedder)
     assert await _vector_layout(url) == (
         "vector(256)",
-        True,
+        "halfvec(256)",
         {"embedder": "wordllama-l2-supercat-256", "embedding_dim": "256", "text_search_config": "english"},
     )
 
@@ -120,7 +122,7 @@ async def test_reembed_switches_the_dimension_end_to_end(
     assert "re-embedding" in result.stderr and "30/30" in result.stderr  # the progress bar, on stderr
     assert await _vector_layout(url) == (
         "vector(128)",
-        True,
+        "halfvec(128)",
         {"embedder": "wordllama-l2-supercat-128", "embedding_dim": "128", "text_search_config": "english"},
     )
     assert await _query(url, "SELECT model, count(*) FROM engram_embeddings GROUP BY model") == [
@@ -190,7 +192,7 @@ async def test_reembed_of_an_empty_database(scratch: ScratchServer) -> None:
     url = await _database_with(scratch, [], WordLlamaEmbedder(256))
     assert await reembed(Settings(database_url=url, embedding_dim=64), batch_size=10) == 0
     column, indexed, settings = await _vector_layout(url)
-    assert (column, indexed, settings["embedding_dim"]) == ("vector(64)", True, "64")
+    assert (column, indexed, settings["embedding_dim"]) == ("vector(64)", "halfvec(64)", "64")
     engine = await PostgresEngine.connect(url, WordLlamaEmbedder(64))
     await engine.close()
 

@@ -128,6 +128,30 @@ async def test_upgrade_downgrade_upgrade_keeps_what_it_promises(
         await engine.close()
 
 
+async def test_0002_rebuilds_the_vector_index_over_the_vectors_already_stored(
+    scratch: ScratchServer, embedder: WordLlamaEmbedder
+) -> None:
+    url = scratch.new_database()
+    await _upgrade(url)
+    items = learnings(12)
+    engine = await PostgresEngine.connect(url, embedder)
+    await engine.store_many(items)
+    await engine.close()
+    index = "SELECT indexdef FROM pg_indexes WHERE indexname = 'engram_embeddings_hnsw'"
+    await _downgrade(url, "0001")
+    assert "USING hnsw (embedding vector_cosine_ops)" in str(await _scalar(url, index))
+    await _upgrade(url, "0002")
+    assert "((embedding)::halfvec(256)) halfvec_cosine_ops" in str(await _scalar(url, index))
+    assert "ef_construction='40'" in str(await _scalar(url, index))
+    engine = await PostgresEngine.connect(url, embedder)
+    try:
+        for item in items[:3]:
+            page = await engine.fetch(FetchRequest(query=item.render_text(), mode="vector", limit=1))
+            assert [hit.id for hit in page.hits] == [item.fingerprint()]
+    finally:
+        await engine.close()
+
+
 async def test_the_vector_column_takes_its_dimension_from_configuration(scratch: ScratchServer) -> None:
     url = scratch.new_database()
     await _upgrade(url, dim=64)
@@ -138,6 +162,8 @@ async def test_the_vector_column_takes_its_dimension_from_configuration(scratch:
     )
     assert column == "vector(64)"
     assert await _scalar(url, "SELECT value FROM engram_settings WHERE key = 'embedding_dim'") == "64"
+    index = await _scalar(url, "SELECT indexdef FROM pg_indexes WHERE indexname = 'engram_embeddings_hnsw'")
+    assert "::halfvec(64)) halfvec_cosine_ops" in str(index)
     small = WordLlamaEmbedder(64)
     engine = await PostgresEngine.connect(url, small)
     try:

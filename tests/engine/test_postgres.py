@@ -248,3 +248,21 @@ async def test_keyword_budget_scores_the_rare_words_matches_and_still_fills_the_
     assert len(bounded) == len(unbounded) == 40
     assert set(bounded[:3]) == set(unbounded[:3]) == rare_ids
     assert len(set(bounded)) == 40
+
+
+async def test_vector_search_walks_the_half_precision_index(pg_engine: PostgresEngine, embedder: Any) -> None:
+    """The statement's distance must be the index's expression, cast and dimension included, or no index serves it."""
+    from app.engine.postgres.engine import vector_literal
+    from app.engine.postgres.statements import vector_sql
+
+    await pg_engine.store_many([learning(f"index probe {n}") for n in range(20)])
+    (vector,) = await embedder.embed(["index probe"])
+    params = {"vec": vector_literal(vector), "model": embedder.name, "depth": 5, "offset": 0}
+    async with pg_engine.database.begin() as connection:
+        # On a table this small only a planner told to avoid the alternatives picks an index.
+        for setting in ("enable_seqscan", "enable_bitmapscan", "enable_sort"):
+            await connection.execute(text(f"SET LOCAL {setting} = off"))
+        for exact, uses_index in ((False, True), (True, False)):
+            sql = vector_sql("TRUE", exact=exact, dimension=embedder.dimension)
+            plan = "\n".join(row[0] for row in await connection.execute(text("EXPLAIN " + sql), params))
+            assert ("engram_embeddings_hnsw" in plan) is uses_index, plan

@@ -356,7 +356,10 @@ class PostgresEngine:
         pred = filter_predicate(request_filter)
         params = {"vec": vector_literal(vector), "model": self._embedder.name, "depth": offset + count}
         for exact in (False, True):
-            rows = await self._rows(vector_sql(pred.sql(), exact=exact), {**params, "offset": offset, **pred.params})
+            rows = await self._rows(
+                vector_sql(pred.sql(), exact=exact, dimension=self._embedder.dimension),
+                {**params, "offset": offset, **pred.params},
+            )
             # A short answer may be the index giving up on a selective filter
             # (hnsw.max_scan_tuples): the exact scan then says what really matches.
             if len(rows) == count or exact:
@@ -378,7 +381,9 @@ class PostgresEngine:
             **pred.params,
         }
         for exact in (False, True):
-            rows = await self._rows(hybrid_sql(pred.sql(), exact=exact, depth=depth), params)
+            rows = await self._rows(
+                hybrid_sql(pred.sql(), exact=exact, depth=depth, dimension=self._embedder.dimension), params
+            )
             if exact or not rows or rows[0]["vector_depth"] == depth:
                 return [_hit(row, float(row["score"])) for row in rows]
         raise AssertionError("unreachable")

@@ -4,7 +4,7 @@ The service refuses to start when the configured embedder is not the one the
 database's vectors were made with; this is the documented way past that. It
 runs in one transaction, so a failure half way leaves the old vectors intact:
 old vectors out, the column retyped when the dimension changes, new vectors in
-(keyset batches over ``seq``), the HNSW index rebuilt, the settings rewritten.
+(keyset batches over ``seq``), the HNSW index built afresh, the settings rewritten.
 Writers wait for it (the items table is locked against writes); stop the
 service first anyway, since it still runs the old embedder.
 """
@@ -24,11 +24,10 @@ from app.engine.postgres.engine import vector_literal
 from app.engine.postgres.errors import database_errors
 from app.engine.postgres.schema import async_url, ensure_current
 from app.engine.postgres.service import resolve_database
+from app.engine.postgres.statements import hnsw_index_sql
 from app.settings import Settings
 
 INDEX = "engram_embeddings_hnsw"
-# Used only if the index is missing; otherwise its own definition is replayed.
-DEFAULT_INDEX_DDL = f"CREATE INDEX {INDEX} ON engram_embeddings USING hnsw (embedding vector_cosine_ops)"
 # For pgvector a column's type modifier is its dimension.
 COLUMN_DIMENSION = (
     "SELECT atttypmod FROM pg_attribute WHERE attrelid = 'engram_embeddings'::regclass AND attname = 'embedding'"
@@ -61,10 +60,6 @@ async def _reembed(connection: AsyncConnection, embedder: Embedder, batch_size: 
     # Reads go on; stores and forgets wait, so no item is left without a vector.
     await connection.execute(text("LOCK TABLE engram_items IN SHARE MODE"))
     await connection.execute(text("LOCK TABLE engram_embeddings IN ACCESS EXCLUSIVE MODE"))
-    index_ddl = await connection.scalar(
-        text("SELECT indexdef FROM pg_indexes WHERE tablename = 'engram_embeddings' AND indexname = :name"),
-        {"name": INDEX},
-    )
     # A bulk load then one index build is far faster than growing the index row by row.
     await connection.execute(text(f"DROP INDEX IF EXISTS {INDEX}"))
     await connection.execute(text("TRUNCATE engram_embeddings"))
@@ -93,7 +88,8 @@ async def _reembed(connection: AsyncConnection, embedder: Embedder, batch_size: 
             after = rows[-1].seq
             done += len(rows)
             progress.update(len(rows))
-    await connection.execute(text(index_ddl or DEFAULT_INDEX_DDL))
+    # Made afresh, not replayed: the index casts to the dimension, which may have changed.
+    await connection.execute(text(hnsw_index_sql(embedder.dimension)))
     await connection.execute(
         text(
             "INSERT INTO engram_settings (key, value) VALUES ('embedder', :model), ('embedding_dim', :dim) "
