@@ -157,9 +157,16 @@ def table_for(run: dict[str, Any], runs: list[dict[str, Any]]) -> list[str]:
         same = ", ".join(f"{case} {share:.2f}" for case, share in run["agreement"].items())
         lines += [
             "",
-            f"Same ids in the same order from Engram and from its raw SQL (share of queries): {same}. Keyword "
-            "answers must agree (the run stops otherwise: the raw copy would be measuring another statement); "
-            "vector answers can differ a little because each database builds its own HNSW graph.",
+            f"Same ids in the same order from Engram and from its raw SQL, each in its own database (share of "
+            f"queries): {same}. They can differ a little: each database builds its own HNSW graph, and keyword "
+            "ranking weighs words by the statistics ANALYZE samples in each database. The raw keyword path run "
+            "on Engram's own database must answer exactly what Engram did (the run stops otherwise: the raw copy "
+            "would be measuring another statement)"
+            + (
+                ": " + ", ".join(f"{case} {share:.2f}" for case, share in run["statement_sync"].items()) + "."
+                if "statement_sync" in run
+                else "."
+            ),
         ]
     lines += [
         "",

@@ -187,19 +187,39 @@ async def raw_suite(raw: RawSql, corpus: list[CorpusItem], queries: QuerySet, rn
 def agreement(engram: dict[str, list[list[str]]], raw: dict[str, list[list[str]]]) -> dict[str, float]:
     """Share of queries where the service and the raw-SQL copy answered the same ids in the same order.
 
-    Keyword ranking is deterministic (ties broken by insertion order, the same in both databases), so a
-    disagreement there means bench/rawsql.py no longer runs the engine's statement: the baseline would
-    measure something else, and the run stops. Vector answers may differ slightly: each database
-    builds its own HNSW graph.
+    Reported, not enforced: each system has its own database, and answers there may differ a little.
+    Vector search walks each database's own HNSW graph; keyword ranking weighs words by the
+    statistics ANALYZE gathers, a random sample of each database. ``statement_sync`` is the check.
     """
-    shares = {
+    return {
         case: round(sum(a == b for a, b in zip(engram[case], raw[case], strict=True)) / len(engram[case]), 4)
         for case in engram
     }
-    drifted = {case: share for case, share in shares.items() if case.startswith("keyword/") and share < 0.95}
+
+
+async def statement_sync(
+    same_database: Fetcher, queries: QuerySet, engram: dict[str, list[list[str]]]
+) -> dict[str, float]:
+    """The raw-SQL keyword path run on the service's own database must answer what the service did.
+
+    Same data, same statistics, so keyword answers must be identical; if they are not,
+    bench/rawsql.py no longer runs the engine's statements and its floor would measure
+    something else: the run stops.
+    """
+    shares = {}
+    for variant in VARIANTS:
+        filters = [wire_filter(variant, t, s) for t, s in zip(queries.tags, queries.subtrees, strict=True)]
+        answers = [
+            await same_database.fetch(q, "keyword", f, PAGE) for q, f in zip(queries.questions, filters, strict=True)
+        ]
+        expected = engram[f"keyword/{variant}"]
+        shares[f"keyword/{variant}"] = round(
+            sum(a == b for a, b in zip(answers, expected, strict=True)) / len(answers), 4
+        )
+    drifted = {case: share for case, share in shares.items() if share < 1.0}
     if drifted:
         raise RuntimeError(
-            f"raw SQL and the service disagree on keyword answers {drifted}: "
+            f"raw SQL and the service disagree on keyword answers on the same database {drifted}: "
             "bench/rawsql.py is out of sync with app/engine/postgres/engine.py"
         )
     return shares
@@ -346,6 +366,8 @@ async def run_one(n: int, query_count: int, seed: int) -> tuple[dict[str, Any], 
                             systems = {"engram": http, "raw": RawFetcher(raw), "langgraph": langgraph}
                             latency, answers = await fetch_cases(systems, queries)
                             result["agreement"] = agreement(answers["engram"], answers["raw"])
+                            same_database = RawFetcher(RawSql(truth_conn, embedder))
+                            result["statement_sync"] = await statement_sync(same_database, queries, answers["engram"])
                             result["engram"].update(await engram_suite(http, corpus, queries, rng))
                             result["raw"].update(await raw_suite(raw, corpus, queries, rng))
                         for name in systems:

@@ -107,6 +107,8 @@ def keyword_params(
         "words": keywords.operand_words(),
         "depth": depth,
         "budget": budget,
+        # Never fewer than the pool, so a page is never short.
+        "topup": max(budget, KEYWORD_POOL),
         "pool": KEYWORD_POOL,
         "ranked": max(depth, KEYWORD_POOL),
     }
@@ -163,11 +165,13 @@ def keyword_ctes(where: str, *, depth: int) -> str:
     match is linear in the matches, tens of thousands for a question full of common
     words, so only the matches of the rarest operands (``essential``, up to ``budget``
     estimated rows) are scored: an item holding none of them can only score through
-    common, low-``idf`` operands. When they are fewer than the pool, other matches top
-    it up, so a page is never short. The best KEYWORD_POOL lead every ranking; a page
+    common, low-``idf`` operands. When they are fewer than the pool (a selective filter,
+    say), up to ``budget`` other matches are scored too, so a page is never short and a
+    filtered query is ranked over all its matches when they are few. Either way at most
+    twice the budget rows are read and scored. The best KEYWORD_POOL lead every ranking; a page
     ending past the pool continues with the other matches by ``ts_rank``, scaled below
     the pool's lowest score, so cursors neither skip nor repeat.
-    Parameters: cfg, tsq, operands, words, budget, pool, ranked (see ``keyword_params``).
+    Parameters: cfg, tsq, operands, words, budget, topup, pool, ranked (see ``keyword_params``).
     """
     score = "(SELECT sum(t.idf * ts_rank(c.tsv, t.tq)) FROM terms t WHERE c.tsv @@ t.tq)"
     pool = f"""{_KEYWORD_TERMS},
@@ -179,7 +183,7 @@ def keyword_ctes(where: str, *, depth: int) -> str:
         extra AS (
             SELECT i.id, i.seq, i.tsv FROM engram_items i, essential e, {_QUERY} AS wq
             WHERE (SELECT count(*) FROM core) < :pool AND i.tsv @@ wq AND NOT (i.tsv @@ e.q) AND {where}
-            LIMIT :pool
+            LIMIT :topup
         ),
         pool AS (
             SELECT c.id, c.seq, {score} AS score
