@@ -30,12 +30,13 @@ class Settings(BaseSettings):
     # Embeddings.
     embedder: str = "wordllama"
     embedding_dim: int = 256
-    # HNSW candidates per vector search. Measured at 100k items (bench corpus, 200 queries, recall@10 against
-    # an exact scan). Full-precision index (before migration 0002), unfiltered / tag / subtree: ef 100 gave
-    # 0.940 / 0.890 / 0.896 at 3.2 ms p50, ef 200 0.971 / 0.904 / 0.918 at 5.1 ms. Half-precision index
-    # (m 16, ef_construction 40), unfiltered: ef 200 0.956 at 2.6 ms, 300 0.971 at 3.8 ms, 400 0.979 at
-    # 4.9 ms. 250 keeps 0.95 with room, still faster than the old index at 200.
-    hnsw_ef_search: int = 250
+    # HNSW candidates per vector search. Measured at 100k items (bench corpus, recall@10 against an exact scan;
+    # unfiltered / tag / subtree). Full-precision index (before migration 0002): ef 100 gave 0.940 / 0.890 /
+    # 0.896 at 3.2 ms p50, ef 200 0.971 / 0.904 / 0.918 at 5.1 ms. Half-precision index (m 16,
+    # ef_construction 40), 100 queries: ef 250 0.963 / 0.892 / 0.913 at 4.7 / 11.7 / 8.6 ms, ef 300 0.975 /
+    # 0.902 / 0.915 at 4.9 / 9.4 / 8.2 ms, ef 400 0.981 / 0.913 / 0.932 at 6.4 / 11.2 / 9.6 ms. 300 keeps
+    # filtered recall at 0.9 for no measurable latency over 250.
+    hnsw_ef_search: int = 300
     # relaxed_order, strict_order or off: how a filtered vector search keeps walking the index.
     hnsw_iterative_scan: str = "relaxed_order"
 
