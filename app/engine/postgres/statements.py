@@ -39,8 +39,9 @@ def positional(sql: str, params: Mapping[str, Any]) -> tuple[str, list[Any]]:
 RRF_K = 60
 # Keyword ranking is BM25-like (see keyword_ctes). Only the matches of the query's rarest
 # terms, up to KEYWORD_BUDGET estimated rows, are scored; the best KEYWORD_POOL of them
-# (topped up from the other matches when fewer) lead every ranking. bench/analysis.md,
-# 100k: keyword p95 82 -> ? ms, recall@10 ? against scoring every match.
+# (topped up from the other matches when fewer) lead every ranking. At 100k (bench/analysis.md,
+# raw SQL): p50 74 -> 15 ms and p95 155 -> 25 ms against scoring every match, recall@10 0.90
+# unfiltered and 0.98 filtered; budgets 2,000 / 3,000 / 4,000 measured recall 0.80 / 0.88 / 0.93.
 KEYWORD_POOL = 300
 KEYWORD_BUDGET = 4_000
 HIT_COLUMNS = "i.id, i.kind, i.text, i.meta, i.confidence"
