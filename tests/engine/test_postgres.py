@@ -266,3 +266,78 @@ async def test_vector_search_walks_the_half_precision_index(pg_engine: PostgresE
             sql = vector_sql("TRUE", exact=exact, dimension=embedder.dimension)
             plan = "\n".join(row[0] for row in await connection.execute(text("EXPLAIN " + sql), params))
             assert ("engram_embeddings_hnsw" in plan) is uses_index, plan
+
+
+class SlowOrFailingEmbedder:
+    """The real embedder behind a delay, failing for any text holding ``poison``."""
+
+    def __init__(self, inner: Any, delay_s: float = 0.0) -> None:
+        self._inner = inner
+        self._delay_s = delay_s
+        self.finished = 0
+
+    @property
+    def name(self) -> str:
+        return str(self._inner.name)
+
+    @property
+    def dimension(self) -> int:
+        return int(self._inner.dimension)
+
+    async def embed(self, texts: list[str]) -> list[list[float]]:
+        await asyncio.sleep(self._delay_s)
+        if any("poison" in t for t in texts):
+            raise RuntimeError("embedder failed")
+        vectors = await self._inner.embed(texts)
+        self.finished += 1
+        return list(vectors)
+
+
+async def test_an_embedder_failure_while_items_are_inserted_writes_nothing(
+    pg_engine: PostgresEngine, database_url: str, embedder: Any
+) -> None:
+    """store_many embeds a batch while inserting its items; the embedding failing must undo the insert."""
+    failing = await PostgresEngine.connect(database_url, SlowOrFailingEmbedder(embedder, delay_s=0.2))
+    try:
+        with pytest.raises(EngineFailure):  # sanitised: the embedder's own message stays in the log
+            await failing.store_many([learning(f"fine item {n}") for n in range(3)] + [learning("poison item")])
+        assert await count_rows(pg_engine) == (0, 0)
+        receipts = await failing.store_many([learning(f"fine item {n}") for n in range(3)])
+        assert [r.replayed for r in receipts] == [False] * 3
+        assert await count_rows(pg_engine) == (3, 3)
+    finally:
+        await failing.close()
+
+
+async def test_an_insert_failure_while_the_batch_is_embedded_writes_nothing(
+    pg_engine: PostgresEngine, database_url: str, embedder: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    batch = [learning(f"batch item {n}") for n in range(4)]
+    doomed = batch[2].validate().fingerprint()
+    async with pg_engine.database.begin() as connection:
+        await connection.execute(
+            text(
+                "CREATE FUNCTION engram_test_fail() RETURNS trigger LANGUAGE plpgsql AS $$ "
+                f"BEGIN IF NEW.id = '{doomed}' THEN RAISE EXCEPTION 'injected failure'; END IF; RETURN NEW; END $$"
+            )
+        )
+        await connection.execute(
+            text(
+                "CREATE TRIGGER engram_test_fail BEFORE INSERT ON engram_items "
+                "FOR EACH ROW EXECUTE FUNCTION engram_test_fail()"
+            )
+        )
+    slow = SlowOrFailingEmbedder(embedder, delay_s=0.3)
+    failing = await PostgresEngine.connect(database_url, slow)
+    try:
+        with pytest.raises(EngineFailure):
+            await failing.store_many(batch)
+        await asyncio.sleep(0.5)  # past the embedding's delay: it was cancelled, not left to finish
+        assert slow.finished == 0
+        assert await count_rows(pg_engine) == (0, 0)
+        assert "never retrieved" not in caplog.text
+    finally:
+        await failing.close()
+        async with pg_engine.database.begin() as connection:
+            await connection.execute(text("DROP TRIGGER engram_test_fail ON engram_items"))
+            await connection.execute(text("DROP FUNCTION engram_test_fail()"))

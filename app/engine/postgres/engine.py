@@ -75,6 +75,12 @@ def vector_literal(vector: list[float]) -> str:
     return _vector_format(len(vector)) % tuple(vector)
 
 
+def _retrieved(task: asyncio.Future[Any]) -> None:
+    """Take a finished task's exception, so one nobody awaited (its insert failed first) is not logged."""
+    if not task.cancelled():
+        task.exception()
+
+
 def meta_of(stored: dict[str, Any]) -> Meta:
     """Meta from the JSON this engine wrote, validated on the way in: built, not re-validated.
 
@@ -241,18 +247,23 @@ class PostgresEngine:
             async with self._db.connect() as connection:
                 held = set((await connection.execute(text(HELD_IDS), {"ids": list(unique)})).scalars().all())
             fresh = {i: item for i, item in unique.items() if i not in held}
-            vectors = dict(
-                zip(fresh, await self._embedder.embed([it.render_text() for it in fresh.values()]), strict=True)
-            )
-            async with self._db.begin() as connection:
-                inserted = await self._insert(connection, fresh)
-                # Forgotten between the check and the insert: embed it now, inside the transaction.
-                late = [i for i in inserted if i not in vectors]
-                if late:
-                    vectors.update(
-                        zip(late, await self._embedder.embed([unique[i].render_text() for i in late]), strict=True)
-                    )
-                await self._insert_vectors(connection, {i: vectors[i] for i in inserted})
+            # The batch is embedded (off the event loop when large) while its items are
+            # inserted: the two overlap instead of adding up (~10 ms of a 100-item batch).
+            embedding = asyncio.ensure_future(self._embedder.embed([it.render_text() for it in fresh.values()]))
+            embedding.add_done_callback(_retrieved)
+            try:
+                async with self._db.begin() as connection:
+                    inserted = await self._insert(connection, fresh)
+                    vectors = dict(zip(fresh, await embedding, strict=True))
+                    # Forgotten between the check and the insert: embed it now, inside the transaction.
+                    late = [i for i in inserted if i not in vectors]
+                    if late:
+                        vectors.update(
+                            zip(late, await self._embedder.embed([unique[i].render_text() for i in late]), strict=True)
+                        )
+                    await self._insert_vectors(connection, {i: vectors[i] for i in inserted})
+            finally:
+                embedding.cancel()  # a no-op once it is done; else the insert failed and nobody waits for it
         seen: set[str] = set()
         receipts = []
         for item_id in ids:
