@@ -34,9 +34,10 @@ class Settings(BaseSettings):
     # unfiltered / tag / subtree). Full-precision index (before migration 0002): ef 100 gave 0.940 / 0.890 /
     # 0.896 at 3.2 ms p50, ef 200 0.971 / 0.904 / 0.918 at 5.1 ms. Half-precision index (m 16,
     # ef_construction 40), 100 queries: ef 250 0.963 / 0.892 / 0.913 at 4.7 / 11.7 / 8.6 ms, ef 300 0.975 /
-    # 0.902 / 0.915 at 4.9 / 9.4 / 8.2 ms, ef 400 0.981 / 0.913 / 0.932 at 6.4 / 11.2 / 9.6 ms. 300 keeps
-    # filtered recall at 0.9 for no measurable latency over 250.
-    hnsw_ef_search: int = 300
+    # 0.902 / 0.915 at 4.9 / 9.4 / 8.2 ms, ef 400 0.981 / 0.913 / 0.932 at 6.4 / 11.2 / 9.6 ms. The bench's
+    # incrementally built 100k graph gave 0.895 / 0.904 filtered at 300 (bench/analysis.md): 400 keeps a
+    # filtered search at recall 0.9 for ~1.5 ms more per search.
+    hnsw_ef_search: int = 400
     # relaxed_order, strict_order or off: how a filtered vector search keeps walking the index.
     hnsw_iterative_scan: str = "relaxed_order"
 
