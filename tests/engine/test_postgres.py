@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 from collections import Counter
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -145,32 +147,39 @@ async def test_selective_filter_in_vector_mode_still_fills_the_page(
             await connection.execute(text("ALTER DATABASE postgres RESET enable_sort"))
 
 
-async def test_a_failed_store_many_write_leaves_nothing_half_written(pg_engine: PostgresEngine) -> None:
-    batch = [learning(f"batch item {n}") for n in range(5)]
-    doomed = batch[3].validate().fingerprint()
-    async with pg_engine.database.begin() as connection:
+@contextlib.asynccontextmanager
+async def failing_insert(engine: PostgresEngine, table: str, column: str, value: str) -> AsyncIterator[None]:
+    """Make PostgreSQL refuse to insert into ``table`` a row whose ``column`` is ``value``."""
+    async with engine.database.begin() as connection:
         await connection.execute(
             text(
                 "CREATE FUNCTION engram_test_fail() RETURNS trigger LANGUAGE plpgsql AS $$ "
-                f"BEGIN IF NEW.item_id = '{doomed}' THEN RAISE EXCEPTION 'injected failure'; END IF; "
+                f"BEGIN IF NEW.{column} = '{value}' THEN RAISE EXCEPTION 'injected failure'; END IF; "
                 "RETURN NEW; END $$"
             )
         )
         await connection.execute(
             text(
-                "CREATE TRIGGER engram_test_fail BEFORE INSERT ON engram_embeddings "
+                f"CREATE TRIGGER engram_test_fail BEFORE INSERT ON {table} "
                 "FOR EACH ROW EXECUTE FUNCTION engram_test_fail()"
             )
         )
     try:
+        yield
+    finally:
+        async with engine.database.begin() as connection:
+            await connection.execute(text(f"DROP TRIGGER engram_test_fail ON {table}"))
+            await connection.execute(text("DROP FUNCTION engram_test_fail()"))
+
+
+async def test_a_failed_store_many_write_leaves_nothing_half_written(pg_engine: PostgresEngine) -> None:
+    batch = [learning(f"batch item {n}") for n in range(5)]
+    doomed = batch[3].validate().fingerprint()
+    async with failing_insert(pg_engine, "engram_embeddings", "item_id", doomed):
         with pytest.raises(EngineFailure) as caught:
             await pg_engine.store_many(batch)
         assert "injected" not in caught.value.message and "INSERT" not in caught.value.message
         assert await count_rows(pg_engine) == (0, 0)
-    finally:
-        async with pg_engine.database.begin() as connection:
-            await connection.execute(text("DROP TRIGGER engram_test_fail ON engram_embeddings"))
-            await connection.execute(text("DROP FUNCTION engram_test_fail()"))
     receipts = await pg_engine.store_many(batch)
     assert not any(r.replayed for r in receipts)
     assert await count_rows(pg_engine) == (5, 5)
@@ -314,30 +323,15 @@ async def test_an_insert_failure_while_the_batch_is_embedded_writes_nothing(
 ) -> None:
     batch = [learning(f"batch item {n}") for n in range(4)]
     doomed = batch[2].validate().fingerprint()
-    async with pg_engine.database.begin() as connection:
-        await connection.execute(
-            text(
-                "CREATE FUNCTION engram_test_fail() RETURNS trigger LANGUAGE plpgsql AS $$ "
-                f"BEGIN IF NEW.id = '{doomed}' THEN RAISE EXCEPTION 'injected failure'; END IF; RETURN NEW; END $$"
-            )
-        )
-        await connection.execute(
-            text(
-                "CREATE TRIGGER engram_test_fail BEFORE INSERT ON engram_items "
-                "FOR EACH ROW EXECUTE FUNCTION engram_test_fail()"
-            )
-        )
     slow = SlowOrFailingEmbedder(embedder, delay_s=0.3)
     failing = await PostgresEngine.connect(database_url, slow)
     try:
-        with pytest.raises(EngineFailure):
-            await failing.store_many(batch)
+        async with failing_insert(pg_engine, "engram_items", "id", doomed):
+            with pytest.raises(EngineFailure):
+                await failing.store_many(batch)
         await asyncio.sleep(0.5)  # past the embedding's delay: it was cancelled, not left to finish
         assert slow.finished == 0
         assert await count_rows(pg_engine) == (0, 0)
         assert "never retrieved" not in caplog.text
     finally:
         await failing.close()
-        async with pg_engine.database.begin() as connection:
-            await connection.execute(text("DROP TRIGGER engram_test_fail ON engram_items"))
-            await connection.execute(text("DROP FUNCTION engram_test_fail()"))

@@ -249,11 +249,12 @@ class PostgresEngine:
             fresh = {i: item for i, item in unique.items() if i not in held}
             # The batch is embedded (off the event loop when large) while its items are
             # inserted: the two overlap instead of adding up (~10 ms of a 100-item batch).
-            embedding = asyncio.ensure_future(self._embedder.embed([it.render_text() for it in fresh.values()]))
+            texts = {i: item.render_text() for i, item in fresh.items()}
+            embedding = asyncio.ensure_future(self._embedder.embed(list(texts.values())))
             embedding.add_done_callback(_retrieved)
             try:
                 async with self._db.begin() as connection:
-                    inserted = await self._insert(connection, fresh)
+                    inserted = await self._insert(connection, fresh, texts)
                     vectors = dict(zip(fresh, await embedding, strict=True))
                     # Forgotten between the check and the insert: embed it now, inside the transaction.
                     late = [i for i in inserted if i not in vectors]
@@ -271,7 +272,9 @@ class PostgresEngine:
             seen.add(item_id)
         return receipts
 
-    async def _insert(self, connection: AsyncConnection, items: dict[str, StoredItem]) -> set[str]:
+    async def _insert(
+        self, connection: AsyncConnection, items: dict[str, StoredItem], texts: dict[str, str]
+    ) -> set[str]:
         if not items:
             return set()
         await connection.execute(text(LOCK_IDS), {"ids": list(items)})
@@ -283,7 +286,7 @@ class PostgresEngine:
             rows["ids"].append(item_id)
             rows["kinds"].append(item.type)
             rows["nss"].append(item.meta.namespace or "")
-            rows["texts"].append(item.render_text())
+            rows["texts"].append(texts[item_id])
             rows["metas"].append(json.dumps(meta))
             rows["items"].append(item.model_dump_json(exclude_none=True))
             rows["conf"].append(getattr(item, "confidence", None))

@@ -24,10 +24,9 @@ from app.engine.postgres.engine import vector_literal
 from app.engine.postgres.errors import database_errors
 from app.engine.postgres.schema import async_url, ensure_current
 from app.engine.postgres.service import resolve_database
-from app.engine.postgres.statements import hnsw_index_sql
+from app.engine.postgres.statements import HNSW_INDEX, hnsw_index_sql
 from app.settings import Settings
 
-INDEX = "engram_embeddings_hnsw"
 # For pgvector a column's type modifier is its dimension.
 COLUMN_DIMENSION = (
     "SELECT atttypmod FROM pg_attribute WHERE attrelid = 'engram_embeddings'::regclass AND attname = 'embedding'"
@@ -61,7 +60,7 @@ async def _reembed(connection: AsyncConnection, embedder: Embedder, batch_size: 
     await connection.execute(text("LOCK TABLE engram_items IN SHARE MODE"))
     await connection.execute(text("LOCK TABLE engram_embeddings IN ACCESS EXCLUSIVE MODE"))
     # A bulk load then one index build is far faster than growing the index row by row.
-    await connection.execute(text(f"DROP INDEX IF EXISTS {INDEX}"))
+    await connection.execute(text(f"DROP INDEX IF EXISTS {HNSW_INDEX}"))
     await connection.execute(text("TRUNCATE engram_embeddings"))
     current = await connection.scalar(text(COLUMN_DIMENSION))
     if current != embedder.dimension:

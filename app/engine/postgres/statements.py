@@ -40,8 +40,8 @@ RRF_K = 60
 # Keyword ranking is BM25-like (see keyword_ctes). Only the matches of the query's rarest
 # terms, up to KEYWORD_BUDGET estimated rows, are scored; the best KEYWORD_POOL of them
 # (topped up from the other matches when fewer) lead every ranking. At 100k (bench/analysis.md,
-# raw SQL): p50 74 -> 15 ms and p95 155 -> 25 ms against scoring every match, recall@10 0.90
-# unfiltered and 0.98 filtered; budgets 2,000 / 3,000 / 4,000 measured recall 0.80 / 0.88 / 0.93.
+# raw SQL, four runs): p50 62-74 -> ~15 ms and p95 143-155 -> 25-27 ms against scoring every
+# match, recall@10 0.90 unfiltered and 0.98 filtered; budgets 2,000 / 3,000 / 4,000 measured recall 0.80 / 0.88 / 0.93.
 KEYWORD_POOL = 300
 KEYWORD_BUDGET = 4_000
 HIT_COLUMNS = "i.id, i.kind, i.text, i.meta, i.confidence"
@@ -231,6 +231,7 @@ def keyword_sql(where: str, *, depth: int) -> str:
 # and 4.4 ms per search; halfvec m=16/ef_construction=40 took 155 ms, recall 0.956 at ef_search 200
 # (2.6 ms) and 0.971 at 300 (3.8 ms). Half the index size, faster inserts and searches, for
 # recall that a larger ef_search buys back (app/settings.py). Items keep full-precision vectors.
+HNSW_INDEX = "engram_embeddings_hnsw"
 HNSW_M = 16
 HNSW_EF_CONSTRUCTION = 40
 
@@ -238,7 +239,7 @@ HNSW_EF_CONSTRUCTION = 40
 def hnsw_index_sql(dimension: int) -> str:
     """The vector index, for vectors of ``dimension`` (the cast's type modifier is part of the index)."""
     return (
-        "CREATE INDEX engram_embeddings_hnsw ON engram_embeddings USING hnsw "
+        f"CREATE INDEX {HNSW_INDEX} ON engram_embeddings USING hnsw "
         f"((embedding::halfvec({int(dimension)})) halfvec_cosine_ops) "
         f"WITH (m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION})"
     )
