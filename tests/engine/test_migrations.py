@@ -52,6 +52,15 @@ async def _scalar(url: str, sql: str) -> object:
         await engine.dispose()
 
 
+async def _execute(url: str, sql: str) -> None:
+    engine = create_async_engine(schema.async_url(url))
+    try:
+        async with engine.begin() as connection:
+            await connection.execute(text(sql))
+    finally:
+        await engine.dispose()
+
+
 async def _version(url: str) -> str | None:
     if not await _scalar(url, "SELECT to_regclass('alembic_version') IS NOT NULL"):
         return None
@@ -143,6 +152,7 @@ async def test_0002_rebuilds_the_vector_index_over_the_vectors_already_stored(
     await _upgrade(url, "0002")
     assert "((embedding)::halfvec(256)) halfvec_cosine_ops" in str(await _scalar(url, index))
     assert "ef_construction='40'" in str(await _scalar(url, index))
+    await _upgrade(url)
     engine = await PostgresEngine.connect(url, embedder)
     try:
         for item in items[:3]:
@@ -150,6 +160,40 @@ async def test_0002_rebuilds_the_vector_index_over_the_vectors_already_stored(
             assert [hit.id for hit in page.hits] == [item.fingerprint()]
     finally:
         await engine.close()
+
+
+# 2,000 rows of 20 distinct words each: ~40,000 new GIN entries, ~1.5 MB of pending list.
+_MANY_WORDS = """
+    INSERT INTO engram_items (id, kind, namespace, text, meta, item, source_kind)
+    SELECT substr(md5('{tag}' || i) || md5('{tag}' || -i), 1, 40), 'learning', '',
+           (SELECT string_agg(md5('{tag}' || (i * 100 + j)), ' ') FROM generate_series(1, 20) AS j),
+           '{{}}', '{{}}', 'agent'
+    FROM generate_series(1, 2000) AS i
+"""
+
+
+async def _pending_pages(url: str, index: str) -> int:
+    """Merges the index's pending list and says how many pages it held."""
+    return int(await _scalar(url, f"SELECT gin_clean_pending_list('{index}'::regclass)"))  # type: ignore[arg-type]
+
+
+async def test_0003_keeps_the_gin_pending_lists_short(scratch: ScratchServer) -> None:
+    """Every search reads a GIN index's whole pending list: 0003 caps it at 128 kB (16 pages)."""
+    url = scratch.new_database()
+    await _upgrade(url, "0002")
+    await _execute(url, _MANY_WORDS.format(tag="before"))
+    queued = await _pending_pages(url, "engram_items_tsv")
+    assert queued > 100  # PostgreSQL's 4 MB default lets it grow this long
+    await _execute(url, _MANY_WORDS.format(tag="again"))  # queued again, for the migration to merge
+    await _upgrade(url, "0003")
+    for index in ("engram_items_tsv", "engram_items_tags", "engram_items_meta"):
+        options = await _scalar(url, f"SELECT reloptions FROM pg_class WHERE relname = '{index}'")
+        assert options == ["gin_pending_list_limit=128"]
+        assert await _pending_pages(url, index) == 0  # merged by the migration
+    await _execute(url, _MANY_WORDS.format(tag="after"))
+    assert await _pending_pages(url, "engram_items_tsv") <= 17
+    await _downgrade(url, "0002")
+    assert await _scalar(url, "SELECT reloptions FROM pg_class WHERE relname = 'engram_items_tsv'") is None
 
 
 async def test_the_vector_column_takes_its_dimension_from_configuration(scratch: ScratchServer) -> None:
