@@ -26,6 +26,9 @@ class Settings(BaseSettings):
     connect_timeout_s: float = 5.0
     statement_timeout_ms: int = 15_000
     text_search_config: str = "english"
+    # The embedded server's shared_buffers: auto (a quarter of the machine's memory, 128 MB to 2 GB) or a
+    # size such as 512MB. Read when the embedded server starts (app/engine/postgres/embedded.py).
+    embedded_shared_buffers: str = "auto"
 
     # Embeddings.
     embedder: str = "wordllama"

