@@ -11,12 +11,15 @@ from typing import Any
 
 import pytest
 from sqlalchemy import text
+from sqlalchemy.ext.asyncio import create_async_engine
+from sqlalchemy.pool import NullPool
 
 from app.contract.errors import EngineFailure
 from app.contract.items import ITEM_ADAPTER, StoredItem
 from app.contract.meta import Filter
 from app.contract.requests import ExploreRequest, FetchRequest, ListRequest
 from app.engine.postgres.engine import PostgresEngine
+from app.engine.postgres.schema import async_url
 
 
 def learning(text_: str, **meta: Any) -> StoredItem:
@@ -335,3 +338,44 @@ async def test_an_insert_failure_while_the_batch_is_embedded_writes_nothing(
         assert "never retrieved" not in caplog.text
     finally:
         await failing.close()
+
+
+async def _pooled_backend_pid(engine: PostgresEngine) -> int:
+    async with engine.database.connect() as connection:
+        raw = await connection.get_raw_connection()
+        return int(raw.driver_connection.get_server_pid())  # type: ignore[union-attr]
+
+
+async def test_a_read_costs_one_statement_and_no_ping(pg_engine: PostgresEngine) -> None:
+    """No pre-ping round trips: the pool checks for closed connections without asking the server."""
+    await pg_engine.store(learning("one statement per read"))
+    statements: list[str] = []
+    async with pg_engine.database.connect() as connection:
+        raw = (await connection.get_raw_connection()).driver_connection
+        raw.add_query_logger(lambda record: statements.append(record.query))  # type: ignore[union-attr]
+    await pg_engine.fetch(FetchRequest(query="statement", mode="keyword", limit=3))
+    await pg_engine.list(ListRequest(limit=3))
+    assert len(statements) == 2, statements
+
+
+async def test_connections_the_server_closed_are_replaced_not_used(
+    pg_engine: PostgresEngine, database_url: str
+) -> None:
+    """A restart or a terminated backend leaves dead connections in the pool: the next requests still succeed."""
+    await pg_engine.store(learning("before the backend went away"))
+    pid = await _pooled_backend_pid(pg_engine)
+    admin = create_async_engine(async_url(database_url), poolclass=NullPool)
+    try:
+        async with admin.connect() as other:
+            assert await other.scalar(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
+    finally:
+        await admin.dispose()
+    # asyncpg learns of the closed socket from the event loop.
+    for _ in range(100):
+        await asyncio.sleep(0.01)
+        if await _pooled_backend_pid(pg_engine) != pid:
+            break
+    page = await pg_engine.fetch(FetchRequest(query="backend", mode="keyword", limit=3))
+    assert [hit.text for hit in page.hits] == ["before the backend went away"]
+    receipt = await pg_engine.store(learning("after the backend went away"))
+    assert not receipt.replayed

@@ -10,7 +10,8 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import text
+from sqlalchemy import event, text
+from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 from app.contract.errors import ConfigError
@@ -73,6 +74,17 @@ def _vector_format(dimension: int) -> str:
 def vector_literal(vector: list[float]) -> str:
     """pgvector's text form, float32 precision; one %-format per vector (a third faster than one per number)."""
     return _vector_format(len(vector)) % tuple(vector)
+
+
+def _discard_closed(dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
+    """At checkout, a pooled connection the server has closed (restart, terminated backend) is replaced.
+
+    Instead of ``pool_pre_ping``, whose ping is three round trips (BEGIN, ``;``, ROLLBACK):
+    ~0.7 ms of every read at 100k items, measured in-process. asyncpg sees the server close
+    the socket while the connection sits in the pool, so asking it costs nothing.
+    """
+    if dbapi_connection.driver_connection.is_closed():
+        raise DisconnectionError("the server closed this pooled connection")
 
 
 def _retrieved(task: asyncio.Future[Any]) -> None:
@@ -156,7 +168,6 @@ class PostgresEngine:
             pool_size=pool_size,
             max_overflow=pool_overflow,
             pool_timeout=connect_timeout_s,
-            pool_pre_ping=True,  # a connection that died with the server is replaced, not reused
             connect_args={
                 "timeout": connect_timeout_s,
                 "command_timeout": statement_timeout_ms / 1000 + connect_timeout_s,
@@ -173,6 +184,7 @@ class PostgresEngine:
                 },
             },
         )
+        event.listen(engine.sync_engine, "checkout", _discard_closed)
         try:
             with database_errors():
                 await ensure_current(engine)
@@ -354,7 +366,7 @@ class PostgresEngine:
     async def _rows(self, sql: str, params: dict[str, Any]) -> list[Mapping[str, Any]]:
         """A read on a pooled connection, sent through asyncpg itself.
 
-        SQLAlchemy keeps the pool (pre-ping, invalidation, limits); the statement goes
+        SQLAlchemy keeps the pool (closed connections replaced, limits); the statement goes
         straight to the driver's prepared-statement cache. bench/analysis.md (10k,
         item 1): SQLAlchemy's execute cost 0.34 ms a statement against asyncpg's 0.045.
         """
