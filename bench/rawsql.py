@@ -44,6 +44,8 @@ ENGINE_SESSION = {
     "hnsw.ef_search": str(Settings.model_fields["hnsw_ef_search"].default),
     "hnsw.iterative_scan": "relaxed_order",
 }
+# A filtered search's breadth, which the engine sets for that statement alone (SET LOCAL).
+EF_SEARCH_FILTERED = Settings.model_fields["hnsw_ef_search_filtered"].default
 
 
 async def connect(url: str) -> asyncpg.Connection:
@@ -61,17 +63,24 @@ class RawSql:
         self._prepared: dict[str, asyncpg.prepared_stmt.PreparedStatement] = {}
         self.phases: dict[str, list[float]] = {"embed": [], "insert_items": [], "insert_vectors_and_commit": []}
 
-    async def run(self, sql: str, params: dict[str, Any]) -> list[asyncpg.Record]:
+    async def run(self, sql: str, params: dict[str, Any], *, ef_search: int | None = None) -> list[asyncpg.Record]:
         converted, args = positional(sql, params)
         statement = self._prepared.get(converted)
         if statement is None:
             statement = await self._db.prepare(converted)
             self._prepared[converted] = statement
-        return list(await statement.fetch(*args))
+        if ef_search is None:
+            return list(await statement.fetch(*args))
+        async with self._db.transaction():
+            await self._db.execute(f"SET LOCAL hnsw.ef_search = {int(ef_search)}")
+            return list(await statement.fetch(*args))
 
-    async def explain(self, sql: str, params: dict[str, Any]) -> str:
+    async def explain(self, sql: str, params: dict[str, Any], *, ef_search: int | None = None) -> str:
         converted, args = positional(sql, params)
-        rows = await self._db.fetch("EXPLAIN (ANALYZE, BUFFERS) " + converted, *args)
+        async with self._db.transaction():
+            if ef_search is not None:
+                await self._db.execute(f"SET LOCAL hnsw.ef_search = {int(ef_search)}")
+            rows = await self._db.fetch("EXPLAIN (ANALYZE, BUFFERS) " + converted, *args)
         return "\n".join(row[0] for row in rows)
 
     # Writes: the engine's two inserts in one transaction, embedding included.
@@ -138,9 +147,10 @@ class RawSql:
             sql, params = self.fetch_statement(query, mode, request_filter, None)
             return [r["id"] for r in await self.run(sql, params)][:limit]
         (vector,) = await self._embedder.embed([query])
+        filtered = not filter_predicate(request_filter).admits_all
         for exact in (False, True):
             sql, params = self.fetch_statement(query, mode, request_filter, vector, exact=exact)
-            rows = await self.run(sql, params)
+            rows = await self.run(sql, params, ef_search=EF_SEARCH_FILTERED if filtered and not exact else None)
             if mode == "vector" and (len(rows) == limit + 1 or exact):
                 return [r["id"] for r in rows][:limit]
             if mode == "hybrid" and (exact or not rows or rows[0]["vector_depth"] == limit + 1):

@@ -45,11 +45,13 @@ def targets(run: dict[str, Any], runs: list[dict[str, Any]]) -> list[tuple[str, 
             theirs = lg["fetch"][f"vector/{variant}"]["p50"]
             ratio = engram["fetch"][f"{mode}/{variant}"]["p50"] / theirs
             rows.append((f"{mode}/{variant} p50 below LangGraph's vector/{variant}", f"{ratio:.2f}×", ratio < 1.0))
+    filtered_ef = run.get("session_settings", {}).get("engram", {}).get("hnsw.ef_search (filtered, per statement)")
+    breadth = f" (ef_search {filtered_ef})" if filtered_ef else ""
     for variant in ("tag", "subtree"):
         q = quality["engram"][f"vector/{variant}"]
         rows.append(
             (
-                f"filtered vector ({variant}) full pages, recall@10 ≥ 0.9",
+                f"filtered vector ({variant}) full pages, recall@10 ≥ 0.9{breadth}",
                 f"recall {q['recall_at_10']:.3f}, {q['short_pages']} short of {q['queries']}",
                 q["recall_at_10"] >= 0.9 and q["short_pages"] == 0,
             )
@@ -63,7 +65,8 @@ def targets(run: dict[str, Any], runs: list[dict[str, Any]]) -> list[tuple[str, 
         )
     )
     hnsw = quality["engram"]["vector/none"]["recall_at_10"]
-    ef_search = run.get("session_settings", {}).get("engram", {}).get("hnsw.ef_search", "?")
+    settings = run.get("session_settings", {}).get("engram", {})
+    ef_search = settings.get("hnsw.ef_search", "?")
     rows.append((f"HNSW recall@10 ≥ 0.95 (ef_search {ef_search})", f"{hnsw:.3f}", hnsw >= 0.95))
     smaller = [r for r in runs if r["n"] * 10 == run["n"]]
     if smaller:

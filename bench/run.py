@@ -289,8 +289,9 @@ async def plans(raw: RawSql, embedder: WordLlamaEmbedder, queries: QuerySet) -> 
         for variant in VARIANTS:
             request_filter = Filter.model_validate(wire_filter(variant, tag, subtree))
             sql, params = raw.fetch_statement(question, mode, request_filter, vector)
+            breadth = rawsql.EF_SEARCH_FILTERED if variant != "none" and mode != "keyword" else None
             out[f"{mode}/{variant}"] = f"-- query: {question!r} tag {tag!r} subtree {subtree!r}\n" + (
-                await raw.explain(sql, params)
+                await raw.explain(sql, params, ef_search=breadth)
             )
     return out
 
@@ -337,9 +338,10 @@ async def run_one(n: int, query_count: int, seed: int) -> tuple[dict[str, Any], 
     embedder = WordLlamaEmbedder()
     result: dict[str, Any] = {"n": n, "queries": query_count, "seed": seed, "batch": BATCH, "page": PAGE}
     result["started_at"] = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    session = {**rawsql.ENGINE_SESSION, "hnsw.ef_search (filtered, per statement)": str(rawsql.EF_SEARCH_FILTERED)}
     result["session_settings"] = {
-        "engram": rawsql.ENGINE_SESSION,
-        "raw": rawsql.ENGINE_SESSION,
+        "engram": session,
+        "raw": session,
         "langgraph": "PostgreSQL and pgvector defaults (hnsw.ef_search 40, no iterative scan)",
     }
     with tempfile.TemporaryDirectory(prefix="engram-bench-") as tmp:

@@ -19,6 +19,7 @@ from app.contract.items import ITEM_ADAPTER, StoredItem
 from app.contract.meta import Filter
 from app.contract.requests import ExploreRequest, FetchRequest, ListRequest
 from app.engine.postgres.engine import PostgresEngine
+from app.engine.postgres.filters import filter_predicate
 from app.engine.postgres.schema import async_url
 
 
@@ -136,7 +137,9 @@ async def test_selective_filter_in_vector_mode_still_fills_the_page(
     # fallback can then fill the page.
     async with pg_engine.database.begin() as connection:
         await connection.execute(text("ALTER DATABASE postgres SET enable_sort = off"))
-    short_sighted = await PostgresEngine.connect(database_url, embedder, ef_search=40, iterative_scan="off")
+    short_sighted = await PostgresEngine.connect(
+        database_url, embedder, ef_search=40, ef_search_filtered=40, iterative_scan="off"
+    )
     try:
         for mode in ("vector", "hybrid"):
             page = await short_sighted.fetch(
@@ -148,6 +151,26 @@ async def test_selective_filter_in_vector_mode_still_fills_the_page(
         await short_sighted.close()
         async with pg_engine.database.begin() as connection:
             await connection.execute(text("ALTER DATABASE postgres RESET enable_sort"))
+
+
+async def test_a_filtered_search_walks_the_index_wider_for_its_statement_alone(
+    database_url: str, embedder: Any
+) -> None:
+    engine = await PostgresEngine.connect(database_url, embedder, pool_size=1, ef_search=123, ef_search_filtered=456)
+    breadth = "SELECT current_setting('hnsw.ef_search') AS ef"
+    try:
+        assert engine._breadth(filter_predicate(Filter(tags_any=["x"])), exact=False) == 456
+        assert engine._breadth(filter_predicate(Filter(kinds=["learning"])), exact=False) == 456
+        assert engine._breadth(filter_predicate(Filter()), exact=False) is None
+        assert engine._breadth(filter_predicate(Filter(tags_any=["x"])), exact=True) is None
+        # One pooled connection: what one statement set must not reach the next.
+        assert (await engine._rows(breadth, {}, ef_search=456))[0]["ef"] == "456"
+        assert (await engine._rows(breadth, {}))[0]["ef"] == "123"
+        with pytest.raises(EngineFailure):
+            await engine._rows("SELECT 1 / 0", {}, ef_search=456)
+        assert (await engine._rows(breadth, {}))[0]["ef"] == "123"
+    finally:
+        await engine.close()
 
 
 @contextlib.asynccontextmanager

@@ -47,7 +47,7 @@ from app.engine import answers
 from app.engine.cursors import CursorCodec, scope_of
 from app.engine.keywords import KeywordQuery
 from app.engine.postgres.errors import classify, database_errors
-from app.engine.postgres.filters import filter_predicate
+from app.engine.postgres.filters import Predicate, filter_predicate
 from app.engine.postgres.schema import async_url, ensure_current
 from app.engine.postgres.statements import (
     HELD_IDS,
@@ -164,8 +164,10 @@ class PostgresEngine:
         limits: Limits = DEFAULT_LIMITS,
         text_search_config: str = "english",
         cursor_secret: bytes,
+        ef_search_filtered: int | None = None,
     ) -> None:
         self._db = engine
+        self._ef_search_filtered = ef_search_filtered
         self._embedder = embedder
         self._limits = limits
         self._ts_config = text_search_config
@@ -192,9 +194,14 @@ class PostgresEngine:
         connect_timeout_s: float = 5.0,
         statement_timeout_ms: int = 15_000,
         ef_search: int = 200,
+        ef_search_filtered: int | None = None,
         iterative_scan: str = "relaxed_order",
     ) -> PostgresEngine:
-        """Open the pool and read the settings the schema was made with."""
+        """Open the pool and read the settings the schema was made with.
+
+        ``ef_search`` is every connection's HNSW breadth; a filtered search runs with
+        ``ef_search_filtered`` (when given) instead, since the filter discards most candidates.
+        """
         engine = create_async_engine(
             async_url(url),
             pool_size=pool_size,
@@ -230,6 +237,7 @@ class PostgresEngine:
             limits=limits,
             text_search_config=settings["text_search_config"],
             cursor_secret=bytes.fromhex(settings["cursor_secret"]),
+            ef_search_filtered=ef_search_filtered,
         )
 
     @staticmethod
@@ -395,18 +403,27 @@ class PostgresEngine:
             return await self._vector(vector, request_filter, offset, count)
         return await self._hybrid(keywords, vector, request_filter, offset, count)
 
-    async def _rows(self, sql: str, params: dict[str, Any]) -> list[Mapping[str, Any]]:
+    async def _rows(self, sql: str, params: dict[str, Any], *, ef_search: int | None = None) -> list[Mapping[str, Any]]:
         """A read on a pooled connection, sent through asyncpg itself.
 
         SQLAlchemy keeps the pool (closed connections replaced, limits); the statement goes
         straight to the driver's prepared-statement cache. bench/analysis.md (10k,
         item 1): SQLAlchemy's execute cost 0.34 ms a statement against asyncpg's 0.045.
+        ``ef_search`` holds for this statement alone (SET LOCAL in its own transaction).
         """
         numbered, values = positional(sql, params)
         with database_errors():
             async with self._db.connect() as connection:
-                raw = await connection.get_raw_connection()
-                return list(await raw.driver_connection.fetch(numbered, *values))  # type: ignore[union-attr]
+                raw = (await connection.get_raw_connection()).driver_connection
+                if ef_search is None:
+                    return list(await raw.fetch(numbered, *values))  # type: ignore[union-attr]
+                async with raw.transaction():  # type: ignore[union-attr]
+                    await raw.execute(f"SET LOCAL hnsw.ef_search = {int(ef_search)}")  # type: ignore[union-attr]
+                    return list(await raw.fetch(numbered, *values))  # type: ignore[union-attr]
+
+    def _breadth(self, pred: Predicate, *, exact: bool) -> int | None:
+        """The HNSW breadth of a search through the index under ``pred``; None keeps the connection's."""
+        return None if exact or pred.admits_all else self._ef_search_filtered
 
     def _keyword_params(self, keywords: KeywordQuery, depth: int) -> dict[str, Any]:
         return keyword_params(self._ts_config, keywords, depth)
@@ -424,6 +441,7 @@ class PostgresEngine:
             rows = await self._rows(
                 vector_sql(pred.sql(), exact=exact, dimension=self._embedder.dimension),
                 {**params, "offset": offset, **pred.params},
+                ef_search=self._breadth(pred, exact=exact),
             )
             # A short answer may be the index giving up on a selective filter
             # (hnsw.max_scan_tuples): the exact scan then says what really matches.
@@ -447,7 +465,9 @@ class PostgresEngine:
         }
         for exact in (False, True):
             rows = await self._rows(
-                hybrid_sql(pred.sql(), exact=exact, depth=depth, dimension=self._embedder.dimension), params
+                hybrid_sql(pred.sql(), exact=exact, depth=depth, dimension=self._embedder.dimension),
+                params,
+                ef_search=self._breadth(pred, exact=exact),
             )
             if exact or not rows or rows[0]["vector_depth"] == depth:
                 return [hit_of(row, float(row["score"])) for row in rows]

@@ -33,6 +33,11 @@ class Predicate:
     def sql(self) -> str:
         return " AND ".join(self.clauses) if self.clauses else "TRUE"
 
+    @property
+    def admits_all(self) -> bool:
+        """No clause: every item is admitted (a search needs no wider breadth to fill its page)."""
+        return not self.clauses
+
     def add_reach(self, reach: Reach) -> None:
         at = Namespace.parse(reach.at)
         admits = [f"i.namespace = {self.bind(at.path)}"]

@@ -43,6 +43,7 @@ async def open_postgres_engine(settings: Settings) -> PostgresEngine:
         connect_timeout_s=settings.connect_timeout_s,
         statement_timeout_ms=settings.statement_timeout_ms,
         ef_search=settings.hnsw_ef_search,
+        ef_search_filtered=settings.hnsw_ef_search_filtered,
         iterative_scan=settings.hnsw_iterative_scan,
     )
     logger.info("database: %s, embedder: %s", schema.redacted(url), embedder.name)
