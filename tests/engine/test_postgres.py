@@ -255,14 +255,25 @@ async def test_keyword_ranking_weighs_a_rare_word_above_common_ones(pg_engine: P
     assert page.hits[1].id == crowded.validate().fingerprint()
 
 
-async def keyword_page(pg_engine: PostgresEngine, query: str, limit: int, budget: int) -> list[str]:
+async def keyword_page(
+    pg_engine: PostgresEngine,
+    query: str,
+    limit: int,
+    budget: int,
+    middle: int | None = None,
+    request_filter: Filter | None = None,
+) -> list[str]:
     """The engine's keyword statement with a chosen budget (the default one covers a small test table)."""
     from app.engine.keywords import KeywordQuery
     from app.engine.postgres.statements import keyword_params, keyword_sql
 
-    params = {**keyword_params("english", KeywordQuery.parse(query), limit, budget=budget), "count": limit}
+    keywords = KeywordQuery.parse(query)
+    params = {**keyword_params("english", keywords, limit, budget=budget, middle=middle or budget), "count": limit}
+    pred = filter_predicate(request_filter or Filter())
     async with pg_engine.database.connect() as connection:
-        rows = await connection.execute(text(keyword_sql("TRUE", depth=limit)), {**params, "offset": 0})
+        rows = await connection.execute(
+            text(keyword_sql(pred.sql(), depth=limit)), {**params, **pred.params, "offset": 0}
+        )
         return [row.id for row in rows]
 
 
@@ -283,6 +294,29 @@ async def test_keyword_budget_scores_the_rare_words_matches_and_still_fills_the_
     assert len(bounded) == len(unbounded) == 40
     assert set(bounded[:3]) == set(unbounded[:3]) == rare_ids
     assert len(set(bounded)) == 40
+
+
+async def test_keyword_top_up_takes_the_middle_words_before_the_commonest(pg_engine: PostgresEngine) -> None:
+    rare = [learning(f"quokka garden report {n}", tags=["few"]) for n in range(3)]
+    middle = [learning(f"garden entry {n}", tags=["few"] if n < 5 else []) for n in range(400)]
+    common = [learning(f"report line {n}", tags=["few"] if n < 100 else []) for n in range(800)]
+    everything = rare + middle + common
+    for start in range(0, len(everything), 100):
+        await pg_engine.store_many(everything[start : start + 100])
+    await analyse(pg_engine)
+    rare_ids = {i.validate().fingerprint() for i in rare}
+    query, unbounded = "quokka garden report", 2**31 - 1
+    # Only "quokka" within the budget, "garden" within the middle: the middle words' 400
+    # matches fill the pool, and the page is the one scoring every match gives.
+    bounded = await keyword_page(pg_engine, query, limit=40, budget=10, middle=1_000)
+    assert bounded == await keyword_page(pg_engine, query, limit=40, budget=unbounded)
+    assert set(bounded[:3]) == rare_ids
+    # A filter leaves 5 middle matches: the commonest word's matches fill the page.
+    few = Filter(tags_any=["few"])
+    bounded = await keyword_page(pg_engine, query, limit=40, budget=10, middle=1_000, request_filter=few)
+    assert bounded == await keyword_page(pg_engine, query, limit=40, budget=unbounded, request_filter=few)
+    assert len(bounded) == len(set(bounded)) == 40
+    assert set(bounded[:3]) == rare_ids
 
 
 async def test_vector_search_walks_the_half_precision_index(pg_engine: PostgresEngine, embedder: Any) -> None:
