@@ -16,7 +16,7 @@ import asyncpg
 from app.contract.meta import Filter
 from app.embeddings.wordllama import WordLlamaEmbedder
 from app.engine.keywords import KeywordQuery
-from app.engine.postgres.engine import vector_literal
+from app.engine.postgres.engine import vector_literal, vector_literals
 from app.engine.postgres.filters import filter_predicate
 from app.engine.postgres.statements import (
     INSERT_ITEMS,
@@ -109,7 +109,7 @@ class RawSql:
                 {
                     "model": self._embedder.name,
                     "ids": ids,
-                    "vs": [vector_literal(v) for i, v in zip(batch, vectors, strict=True) if i.id in inserted],
+                    "vs": vector_literals([v for i, v in zip(batch, vectors, strict=True) if i.id in inserted]),
                 },
             )
         done = time.perf_counter()

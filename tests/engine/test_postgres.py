@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import random
 from collections import Counter
 from collections.abc import AsyncIterator
 from typing import Any
 
+import numpy as np
 import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import create_async_engine
@@ -317,6 +319,21 @@ async def test_keyword_top_up_takes_the_middle_words_before_the_commonest(pg_eng
     assert bounded == await keyword_page(pg_engine, query, limit=40, budget=unbounded, request_filter=few)
     assert len(bounded) == len(set(bounded)) == 40
     assert set(bounded[:3]) == rare_ids
+
+
+async def test_stored_vectors_are_the_embedders_float32_vectors_exactly(
+    pg_engine: PostgresEngine, embedder: Any
+) -> None:
+    texts = [f"exact vector {n} of a note about precision" for n in range(30)]
+    await pg_engine.store_many([learning(t) for t in texts])
+    async with pg_engine.database.connect() as connection:
+        rows = await connection.execute(
+            text("SELECT i.text, e.embedding::text AS v FROM engram_items i JOIN engram_embeddings e ON e.item_id = i.id")
+        )
+        stored = {row.text: np.array(json.loads(row.v), dtype=np.float32) for row in rows}
+    expected = np.asarray(await embedder.embed(texts), dtype=np.float32)
+    for text_, vector in zip(texts, expected, strict=True):
+        assert stored[text_].tobytes() == vector.tobytes(), text_
 
 
 async def test_vector_search_walks_the_half_precision_index(pg_engine: PostgresEngine, embedder: Any) -> None:

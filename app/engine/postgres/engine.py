@@ -6,10 +6,12 @@ import asyncio
 import functools
 import json
 import secrets
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
+import numpy as np
+import orjson
 from pydantic import BaseModel
 from sqlalchemy import event, text
 from sqlalchemy.exc import DisconnectionError
@@ -67,14 +69,21 @@ from app.engine.postgres.statements import (
 )
 
 
-@functools.lru_cache(maxsize=8)
-def _vector_format(dimension: int) -> str:
-    return "[" + ",".join(["%.7g"] * dimension) + "]"
+def vector_literals(vectors: Sequence[Sequence[float]]) -> list[str]:
+    """pgvector's text form of each vector, every number the shortest that reads back as the same float32.
+
+    orjson writes a float32 array in ~8 µs where %-formatting took ~60 µs (100 vectors of 256:
+    0.8 against 6.3 ms, the largest piece of a store_many batch's Python, fourth session), and
+    exactly: ``%.7g`` kept 7 digits, fewer than a float32 needs to come back the same.
+    """
+    rows = np.asarray(vectors, dtype=np.float32)
+    return [orjson.dumps(row, option=orjson.OPT_SERIALIZE_NUMPY).decode() for row in rows]
 
 
-def vector_literal(vector: list[float]) -> str:
-    """pgvector's text form, float32 precision; one %-format per vector (a third faster than one per number)."""
-    return _vector_format(len(vector)) % tuple(vector)
+def vector_literal(vector: Sequence[float]) -> str:
+    """One vector in pgvector's text form (``vector_literals``)."""
+    (literal,) = vector_literals([vector])
+    return literal
 
 
 def _discard_closed(dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
@@ -352,7 +361,7 @@ class PostgresEngine:
             return
         await connection.execute(
             text(INSERT_VECTORS),
-            {"model": self._embedder.name, "ids": list(vectors), "vs": [vector_literal(v) for v in vectors.values()]},
+            {"model": self._embedder.name, "ids": list(vectors), "vs": vector_literals(list(vectors.values()))},
         )
 
     async def forget(self, target: ForgetTarget) -> ForgetReport:

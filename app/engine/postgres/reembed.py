@@ -20,7 +20,7 @@ from tqdm import tqdm
 from app.contract.errors import ConfigError
 from app.embeddings.protocol import Embedder
 from app.embeddings.registry import build_embedder
-from app.engine.postgres.engine import vector_literal
+from app.engine.postgres.engine import vector_literals
 from app.engine.postgres.errors import database_errors
 from app.engine.postgres.schema import async_url, ensure_current
 from app.engine.postgres.service import resolve_database
@@ -82,7 +82,7 @@ async def _reembed(connection: AsyncConnection, embedder: Embedder, batch_size: 
             vectors = await embedder.embed([row.text for row in rows])
             await connection.execute(
                 text(INSERT_VECTORS),
-                {"model": embedder.name, "ids": [row.id for row in rows], "vs": [vector_literal(v) for v in vectors]},
+                {"model": embedder.name, "ids": [row.id for row in rows], "vs": vector_literals(vectors)},
             )
             after = rows[-1].seq
             done += len(rows)
