@@ -64,7 +64,8 @@ def answer(model: BaseModel, status_code: int = 200) -> Response:
     return Response(wire_json(model), status_code=status_code, media_type="application/json")
 
 
-def engine_of(request: Request) -> MemoryEngine:
+async def engine_of(request: Request) -> MemoryEngine:
+    """Async so FastAPI calls it on the loop: a plain ``def`` dependency costs a thread hop per request."""
     return request.app.state.engine  # type: ignore[no-any-return]
 
 

@@ -216,6 +216,9 @@ class PostgresEngine:
             pool_size=pool_size,
             max_overflow=pool_overflow,
             pool_timeout=connect_timeout_s,
+            # Every hit's meta is jsonb: orjson reads it ~4x faster than the json module
+            # (a 100-item list spent 8% of the service's time there, py-spy, fourth session).
+            json_deserializer=orjson.loads,
             connect_args={
                 "timeout": connect_timeout_s,
                 "command_timeout": statement_timeout_ms / 1000 + connect_timeout_s,
