@@ -82,14 +82,19 @@ def proposal_lines(run: dict[str, Any]) -> list[str]:
     if not proposals:
         return []
     raw = run["raw"]["fetch"]
+    vector_shape = any(key.startswith("vector_") for key in proposals)
     lines = [
         "### Statement shapes beside the engine's (raw SQL, not in the service)",
         "",
         "Keyword, every match scored: the engine's keyword statement without its budget (the engine scores only "
         f"the matches of the query's rarest words, up to {proposals['keyword_budget']:,} estimated rows); its "
-        "recall@10 column is the engine's recall against it. Vector, selective filters exact: under "
-        f"{proposals['exact_below']} admitted items, distances through the embeddings' primary key "
-        "(recall against an exact scan; `exact path` counts the queries that took it).",
+        "recall@10 column is the engine's recall against it."
+        + (
+            f" Vector, selective filters exact: under {proposals['exact_below']} admitted items, distances through "
+            "the embeddings' primary key (recall against an exact scan; `exact path` counts the queries that took it)."
+            if vector_shape
+            else ""
+        ),
         "",
         "| case | engine raw p50 | p95 | shape p50 | p95 | recall@10 | exact path |",
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",

@@ -387,7 +387,7 @@ async def run_one(n: int, query_count: int, seed: int) -> tuple[dict[str, Any], 
                             ]
                             for v in VARIANTS
                         }
-                        result["proposals"] = await measure_proposals(raw, embedder, queries, filters, answers["raw"])
+                        result["proposals"] = await measure_proposals(raw, queries, filters, answers["raw"])
                         profile = await plans(truth, embedder, queries)
                     finally:
                         await raw_conn.close()

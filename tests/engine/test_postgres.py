@@ -328,7 +328,10 @@ async def test_stored_vectors_are_the_embedders_float32_vectors_exactly(
     await pg_engine.store_many([learning(t) for t in texts])
     async with pg_engine.database.connect() as connection:
         rows = await connection.execute(
-            text("SELECT i.text, e.embedding::text AS v FROM engram_items i JOIN engram_embeddings e ON e.item_id = i.id")
+            text(
+                "SELECT i.text, e.embedding::text AS v "
+                "FROM engram_items i JOIN engram_embeddings e ON e.item_id = i.id"
+            )
         )
         stored = {row.text: np.array(json.loads(row.v), dtype=np.float32) for row in rows}
     expected = np.asarray(await embedder.embed(texts), dtype=np.float32)
