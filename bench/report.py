@@ -25,6 +25,12 @@ def _verdict(ok: bool | None) -> str:
     return "–" if ok is None else ("met" if ok else "**missed**")
 
 
+def http_floor(engram: dict[str, Any]) -> float:
+    """The floor a fetch is held to: an empty request timed between the fetches (runs before the
+    fourth session timed it only in a tight loop of its own, where the service never sleeps)."""
+    return float(engram.get("floor_between_fetches", engram["floor"])["p50"])
+
+
 def targets(run: dict[str, Any], runs: list[dict[str, Any]]) -> list[tuple[str, str, bool | None]]:
     """(target, measured, met?) for each target of issue 7 at this N."""
     engram, raw, lg, quality = run["engram"], run["raw"], run["langgraph"], run["quality"]
@@ -33,13 +39,16 @@ def targets(run: dict[str, Any], runs: list[dict[str, Any]]) -> list[tuple[str, 
     vs_lg = engram["ingest"]["rate"] / lg["ingest"]["rate"]
     rows.append(("ingest ≥ 0.8× raw batched inserts", f"{vs_raw:.2f}×", vs_raw >= 0.8))
     rows.append(("ingest ≥ 1.5× LangGraph", f"{vs_lg:.2f}×", vs_lg >= 1.5))
-    floor = engram["floor"]["p50"]
+    floor, tight = http_floor(engram), engram["floor"]["p50"]
     for mode in MODES:
         for variant in VARIANTS:
             case = f"{mode}/{variant}"
-            bound = raw["fetch"][case]["p50"] + floor
-            ratio = engram["fetch"][case]["p50"] / bound
-            rows.append((f"fetch {case} p50 ≤ 1.5× (raw p50 + floor)", f"{ratio:.2f}×", ratio <= 1.5))
+            ours, theirs = engram["fetch"][case]["p50"], raw["fetch"][case]["p50"]
+            ratio = ours / (theirs + floor)
+            measured = f"{ratio:.2f}×"
+            if floor != tight:
+                measured += f" ({ours / (theirs + tight):.2f}× on the floor in a row)"
+            rows.append((f"fetch {case} p50 ≤ 1.5× (raw p50 + floor)", measured, ratio <= 1.5))
     for mode in ("vector", "hybrid"):
         for variant in VARIANTS:
             theirs = lg["fetch"][f"vector/{variant}"]["p50"]
@@ -152,7 +161,7 @@ def table_for(run: dict[str, Any], runs: list[dict[str, Any]]) -> list[str]:
         "| case | Engram p50 | p95 | p99 | raw SQL p50 | p95 | LangGraph p50 | p95 | Engram ÷ (raw + floor) |",
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
-    floor = engram["floor"]["p50"]
+    floor = http_floor(engram)
     for mode in MODES:
         for variant in VARIANTS:
             case = f"{mode}/{variant}"
@@ -184,7 +193,8 @@ def table_for(run: dict[str, Any], runs: list[dict[str, Any]]) -> list[str]:
         "| --- | ---: | ---: | ---: | ---: | ---: |",
     ]
     others = (
-        ("floor", "HTTP floor: GET /v1/engine"),
+        ("floor_between_fetches", "HTTP floor: GET /v1/engine after each Engram fetch (the ratios' floor)"),
+        ("floor", "HTTP floor: GET /v1/engine, 200 in a row"),
         ("recall", "recall (hybrid, limit 10; raw = its SQL)"),
         ("list_first", "list, first page of 100"),
         ("list_deep", "list, page of 100 halfway through (cursor)"),
@@ -193,6 +203,8 @@ def table_for(run: dict[str, Any], runs: list[dict[str, Any]]) -> list[str]:
     )
     for key, label in others:
         e, r = engram.get(key), raw.get(key)
+        if e is None and r is None:
+            continue
         lines.append(f"| {label} | {_ms(e)} | {_ms(e, 'p95')} | {_ms(e, 'p99')} | {_ms(r)} | {_ms(r, 'p95')} |")
     emb = run["embed_query_ms"]
     lines.append(
@@ -266,7 +278,10 @@ def write_report(results_dir: Path, markdown: Path, picture: Path) -> None:
         "with the engine's own filter SQL and exact-scan fallback. LangGraph runs with its defaults (HNSW m=16, "
         "ef_construction=64, `hnsw.ef_search` 40); it has no keyword search, so its column is vector only, and "
         "Engram's hybrid is compared against its vector search. A tag becomes LangGraph's filter "
-        '`{"tag_<t>": true}`, a subtree its namespace prefix.',
+        '`{"tag_<t>": true}`, a subtree its namespace prefix. The HTTP floor is `GET /v1/engine` (no database) '
+        "timed after each Engram fetch, so that it is paid as the fetches pay it (a service that sat idle while "
+        "PostgreSQL worked, on a machine whose idle cores sleep), and 200 times in a row as before; the ratio "
+        "targets use the first and show the second beside it.",
         "",
         "**Not yet measured.** N = 1,000,000, a documented longer run (`python -m bench --n 1000000`; expect "
         "hours on 2 cores, most of it HNSW upkeep during ingest).",

@@ -27,7 +27,7 @@ from bench.langgraph_store import open_store
 from bench.proposals import measure_proposals
 from bench.rawsql import RawSql
 from bench.server import Database, embedded_postgres, engram_migrate, engram_serve
-from bench.stats import measure, summary, timed
+from bench.stats import Probe, measure, summary, timed
 
 MODES = ("keyword", "vector", "hybrid")
 VARIANTS = ("none", "tag", "subtree")
@@ -81,7 +81,9 @@ async def ingest(system: Store, corpus: list[CorpusItem], name: str) -> dict[str
     return {"items": len(corpus), "seconds": round(seconds, 3), "rate": round(rate, 1), "batch_ms": summary(samples)}
 
 
-async def run_calls(calls: Sequence[Callable[[], Awaitable[Any]]], desc: str) -> tuple[dict[str, float], list[Any]]:
+async def run_calls(
+    calls: Sequence[Callable[[], Awaitable[Any]]], desc: str, between: Probe | None = None
+) -> tuple[dict[str, float], list[Any]]:
     progress = bar(len(calls), desc)
 
     def ticking(call: Callable[[], Awaitable[Any]]) -> Callable[[], Awaitable[Any]]:
@@ -93,17 +95,19 @@ async def run_calls(calls: Sequence[Callable[[], Awaitable[Any]]], desc: str) ->
         return run
 
     try:
-        return await measure([ticking(c) for c in calls], warmup=min(10, len(calls)))
+        return await measure([ticking(c) for c in calls], warmup=min(10, len(calls)), between=between)
     finally:
         progress.close()
 
 
 async def fetch_cases(
-    systems: dict[str, Fetcher], queries: QuerySet
+    systems: dict[str, Fetcher], queries: QuerySet, floor: Probe
 ) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, list[list[str]]]]]:
     """p50/p95/p99 per system, mode and filter variant; the ids each query returned (for quality).
 
     The systems take turns case by case, so that other work on the machine falls on all of them alike.
+    After each Engram fetch, ``floor`` times an empty request: the HTTP floor in the rhythm of the
+    fetches (a service that sat idle while PostgreSQL worked wakes up slower than one in a tight loop).
     """
     latency: dict[str, dict[str, Any]] = {name: {} for name in systems}
     answers: dict[str, dict[str, list[list[str]]]] = {name: {} for name in systems}
@@ -117,7 +121,8 @@ async def fetch_cases(
                     lambda q=q, f=f, m=mode, s=system: s.fetch(q, m, f, PAGE)
                     for q, f in zip(queries.questions, filters, strict=True)
                 ]
-                stats, results = await run_calls(calls, f"{name} fetch {mode}/{variant}")
+                between = floor if name == "engram" else None
+                stats, results = await run_calls(calls, f"{name} fetch {mode}/{variant}", between)
                 latency[name][f"{mode}/{variant}"] = stats
                 answers[name][f"{mode}/{variant}"] = results
                 say(f"{name} fetch {mode}/{variant}: p50 {stats['p50']:.2f} ms, p95 {stats['p95']:.2f} ms")
@@ -366,7 +371,9 @@ async def run_one(n: int, query_count: int, seed: int) -> tuple[dict[str, Any], 
                             for url in urls.values():
                                 await analyze(url)
                             systems = {"engram": http, "raw": RawFetcher(raw), "langgraph": langgraph}
-                            latency, answers = await fetch_cases(systems, queries)
+                            floor = Probe(http.floor)
+                            latency, answers = await fetch_cases(systems, queries, floor)
+                            result["engram"]["floor_between_fetches"] = summary(floor.samples)
                             result["agreement"] = agreement(answers["engram"], answers["raw"])
                             same_database = RawFetcher(RawSql(truth_conn, embedder))
                             result["statement_sync"] = await statement_sync(same_database, queries, answers["engram"])

@@ -34,9 +34,15 @@ async def timed(call: Callable[[], Awaitable[T]]) -> tuple[float, T]:
 
 
 async def measure(
-    calls: Sequence[Callable[[], Awaitable[Any]]], *, warmup: int = 10
+    calls: Sequence[Callable[[], Awaitable[Any]]],
+    *,
+    warmup: int = 10,
+    between: Callable[[], Awaitable[Any]] | None = None,
 ) -> tuple[dict[str, float], list[Any]]:
-    """Run the calls one after another (one in flight), the first ``warmup`` untimed; summary and results."""
+    """Run the calls one after another (one in flight), the first ``warmup`` untimed; summary and results.
+
+    ``between``, when given, runs after each timed call, outside its time.
+    """
     for call in calls[:warmup]:
         await call()
     samples: list[float] = []
@@ -45,4 +51,18 @@ async def measure(
         elapsed, result = await timed(call)
         samples.append(elapsed)
         results.append(result)
+        if between is not None:
+            await between()
     return summary(samples), results
+
+
+class Probe:
+    """A call timed each time it is run (``measure``'s ``between``): the floor in the rhythm of real requests."""
+
+    def __init__(self, call: Callable[[], Awaitable[Any]]) -> None:
+        self._call = call
+        self.samples: list[float] = []
+
+    async def __call__(self) -> None:
+        elapsed, _ = await timed(self._call)
+        self.samples.append(elapsed)
