@@ -8,6 +8,7 @@ service is measured against.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
 
@@ -15,16 +16,15 @@ import asyncpg
 
 from app.contract.meta import Filter
 from app.embeddings.wordllama import WordLlamaEmbedder
+from app.engine.fusion import fuse
 from app.engine.keywords import KeywordQuery
 from app.engine.postgres.engine import vector_literal, vector_literals
 from app.engine.postgres.filters import filter_predicate
 from app.engine.postgres.statements import (
     INSERT_ITEMS,
     INSERT_VECTORS,
-    RRF_K,
     explore_sql,
     get_sql,
-    hybrid_sql,
     keyword_params,
     keyword_sql,
     list_sql,
@@ -56,23 +56,40 @@ async def connect(url: str) -> asyncpg.Connection:
 class RawSql:
     """One asyncpg connection, a cache of prepared statements, and the engine's query logic."""
 
-    def __init__(self, connection: asyncpg.Connection, embedder: WordLlamaEmbedder, ts_config: str = "english"):
+    def __init__(
+        self,
+        connection: asyncpg.Connection,
+        embedder: WordLlamaEmbedder,
+        ts_config: str = "english",
+        *,
+        second: asyncpg.Connection | None = None,
+    ):
         self._db = connection
+        # The engine runs a hybrid fetch's two rankings at once on two connections; so does the floor.
+        self._second = second
         self._embedder = embedder
         self._cfg = ts_config
-        self._prepared: dict[str, asyncpg.prepared_stmt.PreparedStatement] = {}
+        self._prepared: dict[tuple[int, str], asyncpg.prepared_stmt.PreparedStatement] = {}
         self.phases: dict[str, list[float]] = {"embed": [], "insert_items": [], "insert_vectors_and_commit": []}
 
-    async def run(self, sql: str, params: dict[str, Any], *, ef_search: int | None = None) -> list[asyncpg.Record]:
+    async def run(
+        self,
+        sql: str,
+        params: dict[str, Any],
+        *,
+        ef_search: int | None = None,
+        on: asyncpg.Connection | None = None,
+    ) -> list[asyncpg.Record]:
+        connection = on or self._db
         converted, args = positional(sql, params)
-        statement = self._prepared.get(converted)
+        statement = self._prepared.get((id(connection), converted))
         if statement is None:
-            statement = await self._db.prepare(converted)
-            self._prepared[converted] = statement
+            statement = await connection.prepare(converted)
+            self._prepared[(id(connection), converted)] = statement
         if ef_search is None:
             return list(await statement.fetch(*args))
-        async with self._db.transaction():
-            await self._db.execute(f"SET LOCAL hnsw.ef_search = {int(ef_search)}")
+        async with connection.transaction():
+            await connection.execute(f"SET LOCAL hnsw.ef_search = {int(ef_search)}")
             return list(await statement.fetch(*args))
 
     async def explain(self, sql: str, params: dict[str, Any], *, ef_search: int | None = None) -> str:
@@ -124,6 +141,7 @@ class RawSql:
     def fetch_statement(
         self, query: str, mode: str, request_filter: Filter, vector: list[float] | None, *, exact: bool = False
     ) -> tuple[str, dict[str, Any]]:
+        """The keyword or vector statement of a first page (a hybrid fetch runs both, at that depth)."""
         pred = filter_predicate(request_filter)
         keywords = KeywordQuery.parse(query)
         count, offset = 11, 0  # limit 10 + the one row that says whether there is a next page
@@ -135,27 +153,39 @@ class RawSql:
                 "count": count,
             }
         vec = {"vec": vector_literal(vector or []), "model": self._embedder.name, "depth": offset + count}
-        if mode == "vector":
-            return vector_sql(pred.sql(), exact=exact, dimension=self._embedder.dimension), {**base, **vec}
-        params = {**base, **vec, **keyword_params(self._cfg, keywords, offset + count), "count": count, "k": RRF_K}
-        return hybrid_sql(pred.sql(), exact=exact, depth=offset + count, dimension=self._embedder.dimension), params
+        return vector_sql(pred.sql(), exact=exact, dimension=self._embedder.dimension), {**base, **vec}
 
-    async def fetch(self, query: str, mode: str, request_filter: Filter, limit: int = 10) -> list[str]:
+    async def _ranking(
+        self, query: str, mode: str, request_filter: Filter, vector: list[float] | None, limit: int, on: Any = None
+    ) -> list[asyncpg.Record]:
+        """One ranking's first page and its next-page row, with the engine's exact fallback for vectors."""
         if mode == "keyword":
             if KeywordQuery.parse(query).is_empty:
                 return []
             sql, params = self.fetch_statement(query, mode, request_filter, None)
-            return [r["id"] for r in await self.run(sql, params)][:limit]
-        (vector,) = await self._embedder.embed([query])
+            return await self.run(sql, params, on=on)
         filtered = not filter_predicate(request_filter).admits_all
         for exact in (False, True):
             sql, params = self.fetch_statement(query, mode, request_filter, vector, exact=exact)
-            rows = await self.run(sql, params, ef_search=EF_SEARCH_FILTERED if filtered and not exact else None)
-            if mode == "vector" and (len(rows) == limit + 1 or exact):
-                return [r["id"] for r in rows][:limit]
-            if mode == "hybrid" and (exact or not rows or rows[0]["vector_depth"] == limit + 1):
-                return [r["id"] for r in rows][:limit]
+            rows = await self.run(
+                sql, params, ef_search=EF_SEARCH_FILTERED if filtered and not exact else None, on=on
+            )
+            if len(rows) == limit + 1 or exact:
+                return rows
         raise AssertionError("unreachable")
+
+    async def fetch(self, query: str, mode: str, request_filter: Filter, limit: int = 10) -> list[str]:
+        if mode == "keyword":
+            return [r["id"] for r in await self._ranking(query, mode, request_filter, None, limit)][:limit]
+        (vector,) = await self._embedder.embed([query])
+        if mode == "vector":
+            return [r["id"] for r in await self._ranking(query, mode, request_filter, vector, limit)][:limit]
+        keyword, nearest = await asyncio.gather(
+            self._ranking(query, "keyword", request_filter, None, limit),
+            self._ranking(query, "vector", request_filter, vector, limit, on=self._second),
+        )
+        seq = {r["id"]: r["seq"] for r in (*keyword, *nearest)}
+        return [item_id for item_id, _ in fuse([[r["id"] for r in keyword], [r["id"] for r in nearest]], seq)][:limit]
 
     async def list_page(self, after: int, limit: int = 100) -> tuple[list[str], int | None]:
         pred = filter_predicate(Filter())

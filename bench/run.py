@@ -292,6 +292,11 @@ async def plans(raw: RawSql, embedder: WordLlamaEmbedder, queries: QuerySet) -> 
     (vector,) = await embedder.embed([question])
     for mode in MODES:
         for variant in VARIANTS:
+            if mode == "hybrid":
+                out[f"{mode}/{variant}"] = (
+                    f"-- the keyword/{variant} and vector/{variant} statements above, run at once on two connections"
+                )
+                continue
             request_filter = Filter.model_validate(wire_filter(variant, tag, subtree))
             sql, params = raw.fetch_statement(question, mode, request_filter, vector)
             breadth = rawsql.EF_SEARCH_FILTERED if variant != "none" and mode != "keyword" else None
@@ -360,9 +365,10 @@ async def run_one(n: int, query_count: int, seed: int) -> tuple[dict[str, Any], 
                 async with httpx.AsyncClient(base_url=base, timeout=120) as client:
                     http = EngramHttp(client)
                     raw_conn = await rawsql.connect(urls["raw"])
+                    raw_second = await rawsql.connect(urls["raw"])
                     truth_conn = await rawsql.connect(urls["engram"])
                     try:
-                        raw = RawSql(raw_conn, embedder)
+                        raw = RawSql(raw_conn, embedder, second=raw_second)
                         result["engram"] = {"ingest": await ingest(http, corpus, "engram")}
                         result["raw"] = {"ingest": await ingest(RawFetcher(raw), corpus, "raw")}
                         result["raw"]["ingest"]["phases_ms"] = {k: summary(v) for k, v in raw.phases.items()}
@@ -398,6 +404,7 @@ async def run_one(n: int, query_count: int, seed: int) -> tuple[dict[str, Any], 
                         profile = await plans(truth, embedder, queries)
                     finally:
                         await raw_conn.close()
+                        await raw_second.close()
                         await truth_conn.close()
     result["duration_s"] = round(time.perf_counter() - started, 1)
     result["machine"]["load_average_end"] = [round(x, 2) for x in os.getloadavg()]

@@ -43,9 +43,8 @@ from app.contract.requests import (
 from app.embeddings.protocol import Embedder
 from app.engine import answers
 from app.engine.cursors import CursorCodec, scope_of
+from app.engine.fusion import fuse
 from app.engine.keywords import KeywordQuery
-
-RRF_K = 60
 
 
 @dataclass
@@ -168,13 +167,9 @@ class ReferenceEngine:
             return keyword
         if mode == "vector":
             return vector
-        fused: dict[str, float] = {}
-        records: dict[str, _Record] = {}
-        for ranking in (keyword, vector):
-            for rank, (item_id, record, _) in enumerate(ranking, start=1):
-                fused[item_id] = fused.get(item_id, 0.0) + 1.0 / (RRF_K + rank)
-                records[item_id] = record
-        return sorted(((i, records[i], s) for i, s in fused.items()), key=lambda s: (-s[2], s[1].seq))
+        records = {item_id: record for item_id, record, _ in vector}
+        fused = fuse([[i for i, _, _ in keyword], [i for i, _, _ in vector]], {i: r.seq for i, r in records.items()})
+        return [(item_id, records[item_id], score) for item_id, score in fused]
 
     async def recall(self, request: RecallRequest) -> RecallAnswer:
         request = request.validate(self._limits)

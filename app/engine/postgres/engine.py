@@ -6,7 +6,7 @@ import asyncio
 import functools
 import json
 import secrets
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -47,6 +47,7 @@ from app.contract.requests import (
 from app.embeddings.protocol import Embedder
 from app.engine import answers
 from app.engine.cursors import CursorCodec, scope_of
+from app.engine.fusion import fuse
 from app.engine.keywords import KeywordQuery
 from app.engine.postgres.errors import classify, database_errors
 from app.engine.postgres.filters import Predicate, filter_predicate
@@ -56,11 +57,9 @@ from app.engine.postgres.statements import (
     INSERT_ITEMS,
     INSERT_VECTORS,
     LOCK_IDS,
-    RRF_K,
     delete_sql,
     explore_sql,
     get_sql,
-    hybrid_sql,
     keyword_params,
     keyword_sql,
     list_sql,
@@ -95,6 +94,18 @@ def _discard_closed(dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
     """
     if dbapi_connection.driver_connection.is_closed():
         raise DisconnectionError("the server closed this pooled connection")
+
+
+async def concurrently(*calls: Awaitable[Any]) -> list[Any]:
+    """The calls awaited at once; the first failure cancels the others and is raised as it is (not grouped)."""
+    tasks = [asyncio.ensure_future(call) for call in calls]
+    try:
+        return list(await asyncio.gather(*tasks))
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
 
 
 def _retrieved(task: asyncio.Future[Any]) -> None:
@@ -441,13 +452,22 @@ class PostgresEngine:
         return keyword_params(self._ts_config, keywords, depth)
 
     async def _keyword(self, keywords: KeywordQuery, request_filter: Filter, offset: int, count: int) -> list[Hit]:
-        pred = filter_predicate(request_filter)
-        params = {**self._keyword_params(keywords, offset + count), "count": count, "offset": offset}
-        rows = await self._rows(keyword_sql(pred.sql(), depth=offset + count), {**params, **pred.params})
+        rows = await self._keyword_rows(keywords, filter_predicate(request_filter), offset, count)
         return [hit_of(row, float(row["score"])) for row in rows]
 
+    async def _keyword_rows(
+        self, keywords: KeywordQuery, pred: Predicate, offset: int, count: int
+    ) -> list[Mapping[str, Any]]:
+        params = {**self._keyword_params(keywords, offset + count), "count": count, "offset": offset}
+        return await self._rows(keyword_sql(pred.sql(), depth=offset + count), {**params, **pred.params})
+
     async def _vector(self, vector: list[float], request_filter: Filter, offset: int, count: int) -> list[Hit]:
-        pred = filter_predicate(request_filter)
+        rows = await self._vector_rows(vector, filter_predicate(request_filter), offset, count)
+        return [hit_of(row, float(row["score"])) for row in rows]
+
+    async def _vector_rows(
+        self, vector: list[float], pred: Predicate, offset: int, count: int
+    ) -> list[Mapping[str, Any]]:
         params = {"vec": vector_literal(vector), "model": self._embedder.name, "depth": offset + count}
         for exact in (False, True):
             rows = await self._rows(
@@ -458,32 +478,35 @@ class PostgresEngine:
             # A short answer may be the index giving up on a selective filter
             # (hnsw.max_scan_tuples): the exact scan then says what really matches.
             if len(rows) == count or exact:
-                return [hit_of(row, float(row["score"])) for row in rows]
+                return rows
         raise AssertionError("unreachable")
 
     async def _hybrid(
         self, keywords: KeywordQuery, vector: list[float], request_filter: Filter, offset: int, count: int
     ) -> list[Hit]:
+        """Reciprocal rank fusion of the keyword and vector rankings, each cut at the page's end.
+
+        The two rankings are two statements run at once on two pooled connections: PostgreSQL
+        runs one statement on one core, so a hybrid fetch takes about as long as its slower half
+        instead of both: at 100k (raw SQL, 200 questions twice, interleaved with the one-statement
+        fusion it replaces) p50 23.3 -> 14.9 ms unfiltered, 26.4 -> 17.3 with a tag, 25.3 -> 17.2
+        with a subtree, on 2 cores. Each reads its own snapshot, a moment
+        apart: a write committed between them shows in one ranking only, as it may to any read
+        that overlaps it; every write acknowledged before the fetch began is in both.
+        """
         pred = filter_predicate(request_filter)
         depth = offset + count
-        params = {
-            **self._keyword_params(keywords, depth),
-            "vec": vector_literal(vector),
-            "model": self._embedder.name,
-            "count": count,
-            "offset": offset,
-            "k": RRF_K,
-            **pred.params,
-        }
-        for exact in (False, True):
-            rows = await self._rows(
-                hybrid_sql(pred.sql(), exact=exact, depth=depth, dimension=self._embedder.dimension),
-                params,
-                ef_search=self._breadth(pred, exact=exact),
-            )
-            if exact or not rows or rows[0]["vector_depth"] == depth:
-                return [hit_of(row, float(row["score"])) for row in rows]
-        raise AssertionError("unreachable")
+        nearest = self._vector_rows(vector, pred, 0, depth)
+        if keywords.is_empty:
+            keyword_rows, vector_rows = [], await nearest
+        else:
+            keyword_rows, vector_rows = await concurrently(self._keyword_rows(keywords, pred, 0, depth), nearest)
+        rows = {row["id"]: row for row in (*keyword_rows, *vector_rows)}
+        fused = fuse(
+            [[row["id"] for row in keyword_rows], [row["id"] for row in vector_rows]],
+            {item_id: row["seq"] for item_id, row in rows.items()},
+        )
+        return [hit_of(rows[item_id], score) for item_id, score in fused[offset:depth]]
 
     async def recall(self, request: RecallRequest) -> RecallAnswer:
         request = request.validate(self._limits)

@@ -36,7 +36,6 @@ def positional(sql: str, params: Mapping[str, Any]) -> tuple[str, list[Any]]:
     return numbered, [params[name] for name in names]
 
 
-RRF_K = 60
 # Keyword ranking is BM25-like (see keyword_ctes). Only the matches of the query's rarest
 # terms, up to KEYWORD_BUDGET estimated rows, are scored; the best KEYWORD_POOL of them
 # (topped up from the other matches when fewer) lead every ranking. At 100k (bench/analysis.md,
@@ -238,7 +237,7 @@ def keyword_ctes(where: str, *, depth: int) -> str:
 def keyword_sql(where: str, *, depth: int) -> str:
     return f"""
         WITH {keyword_ctes(where, depth=depth)}
-        SELECT {HIT_COLUMNS}, page.score
+        SELECT {HIT_COLUMNS}, i.seq, page.score
         FROM (SELECT id, score, rank FROM kw ORDER BY rank LIMIT :count OFFSET :offset) AS page
         JOIN engram_items i ON i.id = page.id
         ORDER BY page.rank
@@ -288,28 +287,10 @@ def nearest_sql(where: str, *, exact: bool, dimension: int) -> str:
 def vector_sql(where: str, *, exact: bool, dimension: int) -> str:
     return f"""
         WITH nearest AS MATERIALIZED ({nearest_sql(where, exact=exact, dimension=dimension)})
-        SELECT {HIT_COLUMNS}, 1 - n.distance AS score
+        SELECT {HIT_COLUMNS}, n.seq, 1 - n.distance AS score
         FROM nearest n JOIN engram_items i ON i.id = n.id
         ORDER BY n.distance, n.seq
         OFFSET :offset
-    """
-
-
-def hybrid_sql(where: str, *, exact: bool, depth: int, dimension: int) -> str:
-    """Reciprocal rank fusion of the keyword and vector rankings, each cut at ``depth``, in one statement."""
-    return f"""
-        WITH {keyword_ctes(where, depth=depth)},
-        nearest AS MATERIALIZED ({nearest_sql(where, exact=exact, dimension=dimension)}),
-        vec AS (SELECT id, row_number() OVER (ORDER BY distance, seq) AS rank FROM nearest),
-        fused AS (
-            SELECT id, sum(1.0 / (:k + rank)) AS score
-            FROM (SELECT id, rank FROM kw WHERE rank <= :depth UNION ALL SELECT id, rank FROM vec) AS ranks
-            GROUP BY id
-        )
-        SELECT {HIT_COLUMNS}, f.score, (SELECT count(*) FROM vec) AS vector_depth
-        FROM fused f JOIN engram_items i ON i.id = f.id
-        ORDER BY f.score DESC, i.seq
-        LIMIT :count OFFSET :offset
     """
 
 
