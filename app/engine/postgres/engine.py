@@ -316,30 +316,29 @@ class PostgresEngine:
 
     async def store_many(self, items: list[StoredItem]) -> list[StoreReceipt]:
         checked = StoreManyRequest.model_construct(items=items).validate(self._limits)
-        ids = [item.fingerprint() for item in checked]
-        unique = dict(zip(ids, checked, strict=True))  # first copy of each repeat
-        with database_errors():
-            async with self._db.connect() as connection:
-                held = set((await connection.execute(text(HELD_IDS), {"ids": list(unique)})).scalars().all())
-            fresh = {i: item for i, item in unique.items() if i not in held}
-            # The batch is embedded (off the event loop when large) while its items are
-            # inserted: the two overlap instead of adding up (~10 ms of a 100-item batch).
-            texts = {i: item.render_text() for i, item in fresh.items()}
-            embedding = asyncio.ensure_future(self._embedder.embed(list(texts.values())))
-            embedding.add_done_callback(_retrieved)
-            try:
+        texts = [item.render_text() for item in checked]
+        # The batch is embedded (off the event loop when large) from here on, while the ids are
+        # computed, the held ones looked up and the items inserted: the work overlaps instead of
+        # adding up (10k items, batches interleaved with the raw baseline's: 0.88 -> 0.90x its rate).
+        # A repeat or an item already held is embedded for nothing; its vector is dropped.
+        embedding = asyncio.ensure_future(self._embedder.embed(texts))
+        embedding.add_done_callback(_retrieved)
+        try:
+            await asyncio.sleep(0)  # let the embedding start before the fingerprints take the loop
+            ids = [item.fingerprint() for item in checked]
+            first: dict[str, int] = {}  # each id's first copy in the batch
+            for position, item_id in enumerate(ids):
+                first.setdefault(item_id, position)
+            with database_errors():
+                async with self._db.connect() as connection:
+                    held = set((await connection.execute(text(HELD_IDS), {"ids": list(first)})).scalars().all())
+                fresh = {i: checked[p] for i, p in first.items() if i not in held}
                 async with self._db.begin() as connection:
-                    inserted = await self._insert(connection, fresh, texts)
-                    vectors = dict(zip(fresh, await embedding, strict=True))
-                    # Forgotten between the check and the insert: embed it now, inside the transaction.
-                    late = [i for i in inserted if i not in vectors]
-                    if late:
-                        vectors.update(
-                            zip(late, await self._embedder.embed([unique[i].render_text() for i in late]), strict=True)
-                        )
-                    await self._insert_vectors(connection, {i: vectors[i] for i in inserted})
-            finally:
-                embedding.cancel()  # a no-op once it is done; else the insert failed and nobody waits for it
+                    inserted = await self._insert(connection, fresh, {i: texts[first[i]] for i in fresh})
+                    vectors = await embedding
+                    await self._insert_vectors(connection, {i: vectors[first[i]] for i in inserted})
+        finally:
+            embedding.cancel()  # a no-op once it is done; else something failed and nobody waits for it
         seen: set[str] = set()
         receipts = []
         for item_id in ids:
