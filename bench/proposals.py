@@ -41,7 +41,7 @@ class Proposals:
             return []
         pred = filter_predicate(request_filter)
         params = {
-            **keyword_params("english", keywords, 11, budget=EVERY_MATCH),
+            **keyword_params("english", keywords, 11, await self._raw.term_statistics(), budget=EVERY_MATCH),
             "count": 11,
             "offset": 0,
             **pred.params,

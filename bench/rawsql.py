@@ -18,11 +18,13 @@ from app.contract.meta import Filter
 from app.embeddings.wordllama import WordLlamaEmbedder
 from app.engine.fusion import fuse
 from app.engine.keywords import KeywordQuery
-from app.engine.postgres.engine import vector_literal, vector_literals
+from app.engine.postgres.engine import StatisticsCache, vector_literal, vector_literals
 from app.engine.postgres.filters import filter_predicate
 from app.engine.postgres.statements import (
     INSERT_ITEMS,
     INSERT_VECTORS,
+    TERM_STATISTICS,
+    TermStatistics,
     explore_sql,
     get_sql,
     keyword_params,
@@ -70,6 +72,7 @@ class RawSql:
         self._embedder = embedder
         self._cfg = ts_config
         self._prepared: dict[tuple[int, str], asyncpg.prepared_stmt.PreparedStatement] = {}
+        self._statistics = StatisticsCache()
         self.phases: dict[str, list[float]] = {"embed": [], "insert_items": [], "insert_vectors_and_commit": []}
 
     async def run(
@@ -138,7 +141,11 @@ class RawSql:
 
     # Reads, as the engine runs them (including its exact-scan fallback).
 
-    def fetch_statement(
+    async def term_statistics(self) -> TermStatistics:
+        """The keyword ranking's statistics, cached as the engine caches them."""
+        return await self._statistics.current(lambda: self.run(TERM_STATISTICS, {}))
+
+    async def fetch_statement(
         self, query: str, mode: str, request_filter: Filter, vector: list[float] | None, *, exact: bool = False
     ) -> tuple[str, dict[str, Any]]:
         """The keyword or vector statement of a first page (a hybrid fetch runs both, at that depth)."""
@@ -149,7 +156,7 @@ class RawSql:
         if mode == "keyword":
             return keyword_sql(pred.sql(), depth=offset + count), {
                 **base,
-                **keyword_params(self._cfg, keywords, offset + count),
+                **keyword_params(self._cfg, keywords, offset + count, await self.term_statistics()),
                 "count": count,
             }
         vec = {"vec": vector_literal(vector or []), "model": self._embedder.name, "depth": offset + count}
@@ -162,11 +169,11 @@ class RawSql:
         if mode == "keyword":
             if KeywordQuery.parse(query).is_empty:
                 return []
-            sql, params = self.fetch_statement(query, mode, request_filter, None)
+            sql, params = await self.fetch_statement(query, mode, request_filter, None)
             return await self.run(sql, params, on=on)
         filtered = not filter_predicate(request_filter).admits_all
         for exact in (False, True):
-            sql, params = self.fetch_statement(query, mode, request_filter, vector, exact=exact)
+            sql, params = await self.fetch_statement(query, mode, request_filter, vector, exact=exact)
             rows = await self.run(
                 sql, params, ef_search=EF_SEARCH_FILTERED if filtered and not exact else None, on=on
             )

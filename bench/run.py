@@ -298,7 +298,7 @@ async def plans(raw: RawSql, embedder: WordLlamaEmbedder, queries: QuerySet) -> 
                 )
                 continue
             request_filter = Filter.model_validate(wire_filter(variant, tag, subtree))
-            sql, params = raw.fetch_statement(question, mode, request_filter, vector)
+            sql, params = await raw.fetch_statement(question, mode, request_filter, vector)
             breadth = rawsql.EF_SEARCH_FILTERED if variant != "none" and mode != "keyword" else None
             out[f"{mode}/{variant}"] = f"-- query: {question!r} tag {tag!r} subtree {subtree!r}\n" + (
                 await raw.explain(sql, params, ef_search=breadth)

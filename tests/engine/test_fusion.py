@@ -1,4 +1,4 @@
-"""Reciprocal rank fusion, and the two rankings of a hybrid fetch run at once."""
+"""Reciprocal rank fusion, the two rankings of a hybrid fetch run at once, the ranking's statistics cache."""
 
 from __future__ import annotations
 
@@ -43,3 +43,22 @@ async def test_concurrently_answers_in_order_and_a_failure_cancels_the_rest_ungr
     with pytest.raises(LookupError, match="one half failed"):
         await concurrently(waits(), fails())
     assert cancelled.is_set()
+
+
+async def test_term_statistics_are_read_once_a_while_and_again_when_forgotten() -> None:
+    from app.engine.postgres.engine import StatisticsCache
+
+    reads: list[int] = []
+
+    async def read() -> list[dict[str, object]]:
+        reads.append(1)
+        return [{"elems": ["word"], "freqs": [0.5, 0.5, 0.5, 0.0], "items": len(reads)}]
+
+    cache = StatisticsCache(ttl_s=60)
+    assert (await cache.current(read)).items == 1
+    assert (await cache.current(read)).items == 1  # within its time: not read again
+    cache.forget()
+    assert (await cache.current(read)).items == 2
+    stale = StatisticsCache(ttl_s=0)
+    await stale.current(read)
+    assert (await stale.current(read)).items == 4

@@ -242,6 +242,7 @@ async def analyse(pg_engine: PostgresEngine) -> None:
     """Gather the statistics keyword ranking reads its word frequencies from."""
     async with pg_engine.database.begin() as connection:
         await connection.execute(text("ANALYZE engram_items"))
+    pg_engine.forget_term_statistics()
 
 
 async def test_keyword_ranking_weighs_a_rare_word_above_common_ones(pg_engine: PostgresEngine) -> None:
@@ -267,10 +268,15 @@ async def keyword_page(
 ) -> list[str]:
     """The engine's keyword statement with a chosen budget (the default one covers a small test table)."""
     from app.engine.keywords import KeywordQuery
-    from app.engine.postgres.statements import keyword_params, keyword_sql
+    from app.engine.postgres.statements import TERM_STATISTICS, TermStatistics, keyword_params, keyword_sql
 
     keywords = KeywordQuery.parse(query)
-    params = {**keyword_params("english", keywords, limit, budget=budget, middle=middle or budget), "count": limit}
+    (stats,) = await pg_engine._rows(TERM_STATISTICS, {})
+    statistics = TermStatistics.of(stats)
+    params = {
+        **keyword_params("english", keywords, limit, statistics, budget=budget, middle=middle or budget),
+        "count": limit,
+    }
     pred = filter_predicate(request_filter or Filter())
     async with pg_engine.database.connect() as connection:
         rows = await connection.execute(
@@ -426,6 +432,7 @@ async def _pooled_backend_pid(engine: PostgresEngine) -> int:
 async def test_a_read_costs_one_statement_and_no_ping(pg_engine: PostgresEngine) -> None:
     """No pre-ping round trips: the pool checks for closed connections without asking the server."""
     await pg_engine.store(learning("one statement per read"))
+    await pg_engine.fetch(FetchRequest(query="statement", mode="keyword", limit=3))  # reads the word statistics
     statements: list[str] = []
     async with pg_engine.database.connect() as connection:
         raw = (await connection.get_raw_connection()).driver_connection

@@ -6,7 +6,8 @@ import asyncio
 import functools
 import json
 import secrets
-from collections.abc import Awaitable, Mapping, Sequence
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -57,6 +58,8 @@ from app.engine.postgres.statements import (
     INSERT_ITEMS,
     INSERT_VECTORS,
     LOCK_IDS,
+    TERM_STATISTICS,
+    TermStatistics,
     delete_sql,
     explore_sql,
     get_sql,
@@ -83,6 +86,29 @@ def vector_literal(vector: Sequence[float]) -> str:
     """One vector in pgvector's text form (``vector_literals``)."""
     (literal,) = vector_literals([vector])
     return literal
+
+
+class StatisticsCache:
+    """The keyword ranking's word statistics (TermStatistics), read again once ``ttl_s`` old.
+
+    ANALYZE (autovacuum's, as the store grows) changes them now and then; reading them is a
+    statement of its own, so not one in every search.
+    """
+
+    def __init__(self, ttl_s: float = 2.0) -> None:
+        self._ttl_s = ttl_s
+        self._statistics: TermStatistics | None = None
+        self._read_at = 0.0
+
+    async def current(self, read: Callable[[], Awaitable[Sequence[Mapping[str, Any]]]]) -> TermStatistics:
+        now = time.monotonic()
+        if self._statistics is None or now - self._read_at > self._ttl_s:
+            (row,) = await read()
+            self._statistics, self._read_at = TermStatistics.of(row), now
+        return self._statistics
+
+    def forget(self) -> None:
+        self._statistics = None
 
 
 def _discard_closed(dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
@@ -188,6 +214,7 @@ class PostgresEngine:
     ) -> None:
         self._db = engine
         self._ef_search_filtered = ef_search_filtered
+        self._statistics = StatisticsCache()
         self._embedder = embedder
         self._limits = limits
         self._ts_config = text_search_config
@@ -447,8 +474,13 @@ class PostgresEngine:
         """The HNSW breadth of a search through the index under ``pred``; None keeps the connection's."""
         return None if exact or pred.admits_all else self._ef_search_filtered
 
-    def _keyword_params(self, keywords: KeywordQuery, depth: int) -> dict[str, Any]:
-        return keyword_params(self._ts_config, keywords, depth)
+    def forget_term_statistics(self) -> None:
+        """Read the keyword ranking's statistics again at the next search (after an ANALYZE, say)."""
+        self._statistics.forget()
+
+    async def _keyword_params(self, keywords: KeywordQuery, depth: int) -> dict[str, Any]:
+        statistics = await self._statistics.current(lambda: self._rows(TERM_STATISTICS, {}))
+        return keyword_params(self._ts_config, keywords, depth, statistics)
 
     async def _keyword(self, keywords: KeywordQuery, request_filter: Filter, offset: int, count: int) -> list[Hit]:
         rows = await self._keyword_rows(keywords, filter_predicate(request_filter), offset, count)
@@ -457,7 +489,7 @@ class PostgresEngine:
     async def _keyword_rows(
         self, keywords: KeywordQuery, pred: Predicate, offset: int, count: int
     ) -> list[Mapping[str, Any]]:
-        params = {**self._keyword_params(keywords, offset + count), "count": count, "offset": offset}
+        params = {**await self._keyword_params(keywords, offset + count), "count": count, "offset": offset}
         return await self._rows(keyword_sql(pred.sql(), depth=offset + count), {**params, **pred.params})
 
     async def _vector(self, vector: list[float], request_filter: Filter, offset: int, count: int) -> list[Hit]:
