@@ -464,11 +464,17 @@ class PostgresEngine:
         with database_errors():
             async with self._db.connect() as connection:
                 raw = (await connection.get_raw_connection()).driver_connection
-                if ef_search is None:
-                    return list(await raw.fetch(numbered, *values))  # type: ignore[union-attr]
-                async with raw.transaction():  # type: ignore[union-attr]
-                    await raw.execute(f"SET LOCAL hnsw.ef_search = {int(ef_search)}")  # type: ignore[union-attr]
-                    return list(await raw.fetch(numbered, *values))  # type: ignore[union-attr]
+                try:
+                    if ef_search is None:
+                        return list(await raw.fetch(numbered, *values))  # type: ignore[union-attr]
+                    async with raw.transaction():  # type: ignore[union-attr]
+                        await raw.execute(f"SET LOCAL hnsw.ef_search = {int(ef_search)}")  # type: ignore[union-attr]
+                        return list(await raw.fetch(numbered, *values))  # type: ignore[union-attr]
+                except BaseException:
+                    # SQLAlchemy never saw this statement, so it cannot tell a connection the failure
+                    # left half-way through a message exchange: it must not go back to the pool.
+                    await connection.invalidate()
+                    raise
 
     def _breadth(self, pred: Predicate, *, exact: bool) -> int | None:
         """The HNSW breadth of a search through the index under ``pred``; None keeps the connection's."""

@@ -26,6 +26,10 @@ _TRANSIENT = (
     asyncpg.AdminShutdownError,
     asyncpg.CrashShutdownError,
     asyncpg.InterfaceError,
+    # A pooled connection the server dropped while asyncpg was mid-way through a message
+    # exchange ("cannot switch to state 11; another operation (2) is in progress"): seen
+    # in tests/reliability/test_faults.py when the database stops under traffic.
+    asyncpg.InternalClientError,
     sa_exc.TimeoutError,  # the pool had no connection in time
 )
 
