@@ -18,7 +18,7 @@ from app.contract.meta import Filter
 from app.embeddings.wordllama import WordLlamaEmbedder
 from app.engine.fusion import fuse
 from app.engine.keywords import KeywordQuery
-from app.engine.postgres.engine import StatisticsCache, vector_literal, vector_literals
+from app.engine.postgres.engine import StatisticsCache, search_breadth, vector_literal, vector_literals
 from app.engine.postgres.filters import filter_predicate
 from app.engine.postgres.statements import (
     INSERT_ITEMS,
@@ -32,6 +32,7 @@ from app.engine.postgres.statements import (
     list_sql,
     nearest_sql,
     positional,
+    search_breadth_sql,
     vector_sql,
 )
 from app.settings import Settings
@@ -67,7 +68,7 @@ class RawSql:
         second: asyncpg.Connection | None = None,
     ):
         self._db = connection
-        # The engine runs a hybrid fetch's two rankings at once on two connections; so does the floor.
+        # The engine runs a hybrid fetch's two rankings at once on two connections; so does this baseline.
         self._second = second
         self._embedder = embedder
         self._cfg = ts_config
@@ -92,14 +93,14 @@ class RawSql:
         if ef_search is None:
             return list(await statement.fetch(*args))
         async with connection.transaction():
-            await connection.execute(f"SET LOCAL hnsw.ef_search = {int(ef_search)}")
+            await connection.execute(search_breadth_sql(ef_search))
             return list(await statement.fetch(*args))
 
     async def explain(self, sql: str, params: dict[str, Any], *, ef_search: int | None = None) -> str:
         converted, args = positional(sql, params)
         async with self._db.transaction():
             if ef_search is not None:
-                await self._db.execute(f"SET LOCAL hnsw.ef_search = {int(ef_search)}")
+                await self._db.execute(search_breadth_sql(ef_search))
             rows = await self._db.fetch("EXPLAIN (ANALYZE, BUFFERS) " + converted, *args)
         return "\n".join(row[0] for row in rows)
 
@@ -171,12 +172,11 @@ class RawSql:
                 return []
             sql, params = await self.fetch_statement(query, mode, request_filter, None)
             return await self.run(sql, params, on=on)
-        filtered = not filter_predicate(request_filter).admits_all
+        pred = filter_predicate(request_filter)
         for exact in (False, True):
             sql, params = await self.fetch_statement(query, mode, request_filter, vector, exact=exact)
-            rows = await self.run(
-                sql, params, ef_search=EF_SEARCH_FILTERED if filtered and not exact else None, on=on
-            )
+            breadth = search_breadth(pred, exact=exact, filtered=EF_SEARCH_FILTERED)
+            rows = await self.run(sql, params, ef_search=breadth, on=on)
             if len(rows) == limit + 1 or exact:
                 return rows
         raise AssertionError("unreachable")

@@ -20,6 +20,8 @@ from tqdm import tqdm
 
 from app.contract.meta import Filter
 from app.embeddings.wordllama import WordLlamaEmbedder
+from app.engine.postgres.engine import search_breadth
+from app.engine.postgres.filters import filter_predicate
 from bench import rawsql
 from bench.corpus import CorpusItem, QuerySet, build_corpus, build_queries
 from bench.engram_http import EngramHttp
@@ -299,7 +301,10 @@ async def plans(raw: RawSql, embedder: WordLlamaEmbedder, queries: QuerySet) -> 
                 continue
             request_filter = Filter.model_validate(wire_filter(variant, tag, subtree))
             sql, params = await raw.fetch_statement(question, mode, request_filter, vector)
-            breadth = rawsql.EF_SEARCH_FILTERED if variant != "none" and mode != "keyword" else None
+            pred = filter_predicate(request_filter)
+            breadth = (
+                None if mode == "keyword" else search_breadth(pred, exact=False, filtered=rawsql.EF_SEARCH_FILTERED)
+            )
             out[f"{mode}/{variant}"] = f"-- query: {question!r} tag {tag!r} subtree {subtree!r}\n" + (
                 await raw.explain(sql, params, ef_search=breadth)
             )

@@ -67,6 +67,7 @@ from app.engine.postgres.statements import (
     keyword_sql,
     list_sql,
     positional,
+    search_breadth_sql,
     vector_sql,
 )
 
@@ -120,6 +121,12 @@ def _discard_closed(dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
     """
     if dbapi_connection.driver_connection.is_closed():
         raise DisconnectionError("the server closed this pooled connection")
+
+
+def search_breadth(pred: Predicate, *, exact: bool, filtered: int | None) -> int | None:
+    """The HNSW breadth of a search through the index under ``pred``: ``filtered`` when it filters,
+    None (the connection's own) otherwise, or for an exact scan, which walks no index."""
+    return None if exact or pred.admits_all else filtered
 
 
 async def concurrently(*calls: Awaitable[Any]) -> list[Any]:
@@ -468,7 +475,7 @@ class PostgresEngine:
                     if ef_search is None:
                         return list(await raw.fetch(numbered, *values))  # type: ignore[union-attr]
                     async with raw.transaction():  # type: ignore[union-attr]
-                        await raw.execute(f"SET LOCAL hnsw.ef_search = {int(ef_search)}")  # type: ignore[union-attr]
+                        await raw.execute(search_breadth_sql(ef_search))  # type: ignore[union-attr]
                         return list(await raw.fetch(numbered, *values))  # type: ignore[union-attr]
                 except BaseException:
                     # SQLAlchemy never saw this statement, so it cannot tell a connection the failure
@@ -477,8 +484,7 @@ class PostgresEngine:
                     raise
 
     def _breadth(self, pred: Predicate, *, exact: bool) -> int | None:
-        """The HNSW breadth of a search through the index under ``pred``; None keeps the connection's."""
-        return None if exact or pred.admits_all else self._ef_search_filtered
+        return search_breadth(pred, exact=exact, filtered=self._ef_search_filtered)
 
     def forget_term_statistics(self) -> None:
         """Read the keyword ranking's statistics again at the next search (after an ANALYZE, say)."""

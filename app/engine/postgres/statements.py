@@ -152,13 +152,17 @@ class TermStatistics:
 # 200 questions twice, interleaved, fourth session: keyword p50 14.1 -> 13.0 ms and p95 19.9 ->
 # 17.9 unfiltered, p50 7.7 -> 7.0 with a tag, 8.2 -> 7.5 with a subtree; every page the same).
 TERM_STATISTICS = """
-    SELECT
-        (SELECT s.most_common_elems::text::text[] FROM pg_stats s
-         WHERE s.schemaname = current_schema() AND s.tablename = 'engram_items' AND s.attname = 'tsv') AS elems,
-        (SELECT s.most_common_elem_freqs FROM pg_stats s
-         WHERE s.schemaname = current_schema() AND s.tablename = 'engram_items' AND s.attname = 'tsv') AS freqs,
-        (SELECT greatest(c.reltuples, 1) FROM pg_class c WHERE c.oid = 'engram_items'::regclass) AS items
+    SELECT s.most_common_elems::text::text[] AS elems, s.most_common_elem_freqs AS freqs,
+           (SELECT greatest(c.reltuples, 1) FROM pg_class c WHERE c.oid = 'engram_items'::regclass) AS items
+    FROM (SELECT 1) AS one
+    LEFT JOIN pg_stats s
+        ON s.schemaname = current_schema() AND s.tablename = 'engram_items' AND s.attname = 'tsv'
 """
+
+
+def search_breadth_sql(ef_search: int) -> str:
+    """The HNSW breadth for the rest of the transaction (a statement of its own: SET takes no parameters)."""
+    return f"SET LOCAL hnsw.ef_search = {int(ef_search)}"
 
 
 # Each query operand (a word, or a phrase's words), its tsquery and an estimate of how many
