@@ -48,6 +48,10 @@ class Settings(BaseSettings):
     hnsw_ef_search_filtered: int = 500
     # relaxed_order, strict_order or off: how a filtered vector search keeps walking the index.
     hnsw_iterative_scan: str = "relaxed_order"
+    # Vectors are indexed after their write is acknowledged (app/engine/postgres/indexer.py) and searched
+    # exactly until then; a write that leaves more than this many waiting indexes until it does not.
+    # Each waiting vector costs every vector search a little (an exact distance and a join): ~1 ms at 500.
+    vector_backlog_limit: int = Field(default=500, ge=0)
 
     # HTTP.
     api_keys: SecretStr | None = None

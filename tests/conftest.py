@@ -44,15 +44,15 @@ def embedder() -> WordLlamaEmbedder:
     return WordLlamaEmbedder()
 
 
-async def _truncate(engine: PostgresEngine) -> None:
+async def truncate(engine: PostgresEngine) -> None:
     async with engine.database.begin() as connection:
-        await connection.execute(text("TRUNCATE engram_items, engram_embeddings"))
+        await connection.execute(text("TRUNCATE engram_items, engram_vector_backlog, engram_embeddings"))
 
 
 @pytest.fixture
 async def pg_engine(database_url: str, embedder: WordLlamaEmbedder) -> AsyncIterator[PostgresEngine]:
     engine = await PostgresEngine.connect(database_url, embedder, pool_size=20)
-    await _truncate(engine)
+    await truncate(engine)
     yield engine
     await engine.close()
 

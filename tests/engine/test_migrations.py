@@ -105,7 +105,7 @@ async def test_upgrade_downgrade_upgrade_keeps_what_it_promises(
     for revision in _revisions():
         await _upgrade(url, revision)
         assert await _version(url) == revision
-    assert await _tables(url) == {"engram_items", "engram_embeddings", "engram_settings"}
+    assert await _tables(url) == {"engram_items", "engram_embeddings", "engram_vector_backlog", "engram_settings"}
 
     engine = await PostgresEngine.connect(url, embedder)
     items = learnings(5)
@@ -286,3 +286,26 @@ def test_engram_migrate_reports_an_unreachable_server(tmp_path: Path) -> None:
     assert result.stderr.strip().splitlines()[-1].startswith("engram: unavailable: ")
     assert "Traceback" not in result.stderr + result.stdout
     assert "hunter2" not in result.stderr + result.stdout
+
+
+async def test_0004_downgrade_indexes_the_vectors_still_queued(
+    scratch: ScratchServer, embedder: WordLlamaEmbedder
+) -> None:
+    url = scratch.new_database()
+    await _upgrade(url)
+    items = learnings(8)
+    engine = await PostgresEngine.connect(url, embedder, background_indexing=False)
+    await engine.store_many(items)
+    await engine.close()
+    assert await _scalar(url, "SELECT count(*) FROM engram_vector_backlog") == 8
+    await _downgrade(url, "0003")
+    assert await _scalar(url, "SELECT to_regclass('engram_vector_backlog') IS NULL") is True
+    assert await _scalar(url, "SELECT count(*) FROM engram_embeddings") == 8
+    await _upgrade(url)
+    engine = await PostgresEngine.connect(url, embedder)
+    try:
+        for item in items[:3]:
+            page = await engine.fetch(FetchRequest(query=item.render_text(), mode="vector", limit=1))
+            assert [hit.id for hit in page.hits] == [item.fingerprint()]
+    finally:
+        await engine.close()

@@ -7,10 +7,12 @@ import functools
 import json
 import secrets
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
 from datetime import datetime
 from typing import Any, TypeVar
 
+import asyncpg
 import numpy as np
 import orjson
 from pydantic import BaseModel
@@ -52,12 +54,13 @@ from app.engine.fusion import fuse
 from app.engine.keywords import KeywordQuery
 from app.engine.postgres.errors import classify, database_errors
 from app.engine.postgres.filters import Predicate, filter_predicate
+from app.engine.postgres.indexer import VectorIndexer, backlog_size, index_backlog
 from app.engine.postgres.schema import async_url, ensure_current
 from app.engine.postgres.statements import (
     HELD_IDS,
     INSERT_ITEMS,
-    INSERT_VECTORS,
     LOCK_IDS,
+    QUEUE_VECTORS,
     TERM_STATISTICS,
     TermStatistics,
     delete_sql,
@@ -207,7 +210,8 @@ def hit_of(row: Mapping[str, Any], score: float) -> Hit:
 
 
 class PostgresEngine:
-    """Items in ``engram_items``, vectors per model in ``engram_embeddings``."""
+    """Items in ``engram_items``, vectors per model in ``engram_embeddings`` (HNSW-indexed) or, until
+    the indexer has moved them there, in ``engram_vector_backlog`` (app/engine/postgres/indexer.py)."""
 
     def __init__(
         self,
@@ -218,8 +222,11 @@ class PostgresEngine:
         text_search_config: str = "english",
         cursor_secret: bytes,
         ef_search_filtered: int | None = None,
+        backlog_limit: int = 500,
     ) -> None:
         self._db = engine
+        self._indexer = VectorIndexer(self._connection)
+        self._backlog_limit = backlog_limit
         self._ef_search_filtered = ef_search_filtered
         self._statistics = StatisticsCache()
         self._embedder = embedder
@@ -250,11 +257,16 @@ class PostgresEngine:
         ef_search: int = 200,
         ef_search_filtered: int | None = None,
         iterative_scan: str = "relaxed_order",
+        backlog_limit: int = 500,
+        background_indexing: bool = True,
     ) -> PostgresEngine:
-        """Open the pool and read the settings the schema was made with.
+        """Open the pool, read the settings the schema was made with, start the vector indexer.
 
         ``ef_search`` is every connection's HNSW breadth; a filtered search runs with
         ``ef_search_filtered`` (when given) instead, since the filter discards most candidates.
+        A write that leaves more than ``backlog_limit`` vectors waiting for the index indexes
+        until it does not (app/engine/postgres/indexer.py). Without ``background_indexing`` only
+        such writes and ``finish_indexing`` index (tests that need a backlog to stay).
         """
         engine = create_async_engine(
             async_url(url),
@@ -288,14 +300,18 @@ class PostgresEngine:
         except BaseException:
             await engine.dispose()
             raise
-        return cls(
+        connected = cls(
             engine,
             embedder,
             limits=limits,
             text_search_config=settings["text_search_config"],
             cursor_secret=bytes.fromhex(settings["cursor_secret"]),
             ef_search_filtered=ef_search_filtered,
+            backlog_limit=backlog_limit,
         )
+        if background_indexing:
+            connected._indexer.start()  # which first indexes whatever a crash left queued
+        return connected
 
     @staticmethod
     async def _read_settings(engine: AsyncEngine, embedder: Embedder) -> dict[str, str]:
@@ -332,7 +348,25 @@ class PostgresEngine:
         return self._db
 
     async def close(self) -> None:
+        await self._indexer.stop()
         await self._db.dispose()
+
+    async def finish_indexing(self) -> None:
+        """Move the whole vector backlog into the index now (the indexer would, shortly)."""
+        with database_errors():
+            async with self._connection() as connection:
+                while True:
+                    if await index_backlog(connection):
+                        continue
+                    if not await backlog_size(connection):
+                        return
+                    await asyncio.sleep(0.01)  # what is left is another indexer's, for a moment
+
+    async def vector_backlog(self) -> int:
+        """How many vectors wait for the index."""
+        with database_errors():
+            async with self._connection() as connection:
+                return await backlog_size(connection)
 
     async def health(self) -> Health:
         try:
@@ -370,9 +404,13 @@ class PostgresEngine:
                 async with self._db.begin() as connection:
                     inserted = await self._insert(connection, fresh, {i: texts[first[i]] for i in fresh})
                     vectors = await embedding
-                    await self._insert_vectors(connection, {i: vectors[first[i]] for i in inserted})
+                    backlog = await self._queue_vectors(connection, {i: vectors[first[i]] for i in inserted})
         finally:
             embedding.cancel()  # a no-op once it is done; else something failed and nobody waits for it
+        if backlog:
+            self._indexer.wake()
+        if backlog > self._backlog_limit:
+            await self._indexer.catch_up(to=self._backlog_limit)
         seen: set[str] = set()
         receipts = []
         for item_id in ids:
@@ -403,13 +441,15 @@ class PostgresEngine:
         result = await connection.execute(text(INSERT_ITEMS), rows)
         return set(result.scalars().all())
 
-    async def _insert_vectors(self, connection: AsyncConnection, vectors: dict[str, list[float]]) -> None:
+    async def _queue_vectors(self, connection: AsyncConnection, vectors: dict[str, list[float]]) -> int:
+        """The vectors into the backlog; how many wait for the index now."""
         if not vectors:
-            return
-        await connection.execute(
-            text(INSERT_VECTORS),
+            return 0
+        backlog = await connection.scalar(
+            text(QUEUE_VECTORS),
             {"model": self._embedder.name, "ids": list(vectors), "vs": vector_literals(list(vectors.values()))},
         )
+        return int(backlog or 0)
 
     async def forget(self, target: ForgetTarget) -> ForgetReport:
         target = target.validate(self._limits)
@@ -469,19 +509,25 @@ class PostgresEngine:
         """
         numbered, values = positional(sql, params)
         with database_errors():
-            async with self._db.connect() as connection:
-                raw = (await connection.get_raw_connection()).driver_connection
-                try:
-                    if ef_search is None:
-                        return list(await raw.fetch(numbered, *values))  # type: ignore[union-attr]
-                    async with raw.transaction():  # type: ignore[union-attr]
-                        await raw.execute(search_breadth_sql(ef_search))  # type: ignore[union-attr]
-                        return list(await raw.fetch(numbered, *values))  # type: ignore[union-attr]
-                except BaseException:
-                    # SQLAlchemy never saw this statement, so it cannot tell a connection the failure
-                    # left half-way through a message exchange: it must not go back to the pool.
-                    await connection.invalidate()
-                    raise
+            async with self._connection() as raw:
+                if ef_search is None:
+                    return list(await raw.fetch(numbered, *values))
+                async with raw.transaction():
+                    await raw.execute(search_breadth_sql(ef_search))
+                    return list(await raw.fetch(numbered, *values))
+
+    @asynccontextmanager
+    async def _connection(self) -> AsyncIterator[asyncpg.Connection]:
+        """A pooled connection's asyncpg connection, for statements sent to the driver itself."""
+        async with self._db.connect() as connection:
+            raw = (await connection.get_raw_connection()).driver_connection
+            try:
+                yield raw  # type: ignore[misc]
+            except BaseException:
+                # SQLAlchemy never saw these statements, so it cannot tell a connection a failure
+                # left half-way through a message exchange: it must not go back to the pool.
+                await connection.invalidate()
+                raise
 
     def _breadth(self, pred: Predicate, *, exact: bool) -> int | None:
         return search_breadth(pred, exact=exact, filtered=self._ef_search_filtered)

@@ -58,15 +58,18 @@ async def reembed(settings: Settings, *, batch_size: int = 256) -> int:
 async def _reembed(connection: AsyncConnection, embedder: Embedder, batch_size: int) -> int:
     # Reads go on; stores and forgets wait, so no item is left without a vector.
     await connection.execute(text("LOCK TABLE engram_items IN SHARE MODE"))
-    await connection.execute(text("LOCK TABLE engram_embeddings IN ACCESS EXCLUSIVE MODE"))
+    # In the order every writer and the vector indexer take them (statements.INDEXER_LOCK_ORDER).
+    await connection.execute(text("LOCK TABLE engram_vector_backlog, engram_embeddings IN ACCESS EXCLUSIVE MODE"))
     # A bulk load then one index build is far faster than growing the index row by row.
     await connection.execute(text(f"DROP INDEX IF EXISTS {HNSW_INDEX}"))
-    await connection.execute(text("TRUNCATE engram_embeddings"))
+    # The old model's vectors, indexed or still queued for the index (migration 0004).
+    await connection.execute(text("TRUNCATE engram_vector_backlog, engram_embeddings"))
     current = await connection.scalar(text(COLUMN_DIMENSION))
     if current != embedder.dimension:
-        await connection.execute(
-            text(f"ALTER TABLE engram_embeddings ALTER COLUMN embedding TYPE vector({int(embedder.dimension)})")
-        )
+        for table in ("engram_embeddings", "engram_vector_backlog"):
+            await connection.execute(
+                text(f"ALTER TABLE {table} ALTER COLUMN embedding TYPE vector({int(embedder.dimension)})")
+            )
     total = int(await connection.scalar(text("SELECT count(*) FROM engram_items")) or 0)
     done, after = 0, 0
     with tqdm(total=total, unit="item", desc="re-embedding", file=sys.stderr) as progress:

@@ -94,10 +94,55 @@ INSERT_ITEMS = """
     RETURNING id
 """
 
-INSERT_VECTORS = (
-    "INSERT INTO engram_embeddings (item_id, model, embedding) "
-    "SELECT t.id, :model, t.v::vector FROM unnest(CAST(:ids AS text[]), CAST(:vs AS text[])) AS t(id, v)"
-)
+# A write queues its vectors in the backlog (migration 0004), unindexed, and says how many wait
+# there now, its own included (the count does not see the rows this statement adds); the indexer
+# (app/engine/postgres/indexer.py) moves them into engram_embeddings and so into the HNSW index.
+QUEUE_VECTORS = """
+    WITH queued AS (
+        INSERT INTO engram_vector_backlog (item_id, model, embedding)
+        SELECT t.id, :model, t.v::vector FROM unnest(CAST(:ids AS text[]), CAST(:vs AS text[])) AS t(id, v)
+        RETURNING 1
+    )
+    SELECT (SELECT count(*) FROM queued) + (SELECT count(*) FROM engram_vector_backlog) AS backlog
+"""
+
+BACKLOG_SIZE = "SELECT count(*) FROM engram_vector_backlog"
+
+# Tables are locked items, then backlog, then embeddings, by every writer and every statement that
+# locks whole tables (reembed, TRUNCATE): the indexer's claim reads the backlog before the items,
+# so it takes its lock on the items first, the weakest there is (what FOR KEY SHARE takes anyway).
+INDEXER_LOCK_ORDER = "LOCK TABLE engram_items IN ROW SHARE MODE"
+
+# The oldest queued vectors no other indexer holds, whose items no forget is deleting: both
+# locked until the move commits, neither ever waited for (SKIP LOCKED), so an indexer is never
+# part of a deadlock. Holding the item (KEY SHARE) is what lets the move's foreign-key check on
+# it pass without waiting; a vector whose item is being deleted is left to go with it.
+CLAIM_BACKLOG = """
+    WITH oldest AS (
+        SELECT b.item_id, b.model FROM engram_vector_backlog b
+        ORDER BY b.queued
+        LIMIT :n
+        FOR UPDATE SKIP LOCKED
+    )
+    SELECT o.item_id, o.model FROM oldest o JOIN engram_items i ON i.id = o.item_id
+    FOR KEY SHARE OF i SKIP LOCKED
+"""
+
+# The claimed vectors into the index, in one statement; how many moved.
+MOVE_BACKLOG = """
+    WITH moved AS (
+        DELETE FROM engram_vector_backlog b
+        USING unnest(CAST(:ids AS text[]), CAST(:models AS text[])) AS c(item_id, model)
+        WHERE b.item_id = c.item_id AND b.model = c.model
+        RETURNING b.item_id, b.model, b.embedding, b.queued
+    ),
+    indexed AS (
+        INSERT INTO engram_embeddings (item_id, model, embedding)
+        SELECT item_id, model, embedding FROM moved ORDER BY queued
+        ON CONFLICT (item_id, model) DO NOTHING
+    )
+    SELECT count(*) FROM moved
+"""
 
 
 def delete_sql(where: str) -> str:
@@ -304,10 +349,12 @@ def hnsw_index_sql(dimension: int) -> str:
 
 
 def nearest_sql(where: str, *, exact: bool, dimension: int) -> str:
-    """The ``depth`` nearest admitted items.
+    """The ``depth`` nearest admitted items, from the index and from the backlog not yet in it.
 
     Through the index, distances are the index's own (half precision, the expression must
-    match it to be used); ``exact`` scans every admitted item at full precision instead.
+    match it to be used), and the backlog is scanned with the same expression, so the two
+    compare; ``exact`` scans every admitted item at full precision instead. The backlog is
+    short (ENGRAM_VECTOR_BACKLOG_LIMIT) and empty once the indexer has caught up.
     """
     if exact:
         distance = "(e.embedding <=> CAST(:vec AS vector))"
@@ -315,10 +362,20 @@ def nearest_sql(where: str, *, exact: bool, dimension: int) -> str:
     else:
         distance = order = f"(e.embedding::halfvec({int(dimension)}) <=> CAST(:vec AS halfvec({int(dimension)})))"
     return f"""
-        SELECT e.item_id AS id, {distance} AS distance, i.seq
-        FROM engram_embeddings e JOIN engram_items i ON i.id = e.item_id
-        WHERE e.model = :model AND {where}
-        ORDER BY {order}
+        SELECT c.id, c.distance, c.seq FROM (
+            (SELECT e.item_id AS id, {distance} AS distance, i.seq
+             FROM engram_embeddings e JOIN engram_items i ON i.id = e.item_id
+             WHERE e.model = :model AND {where}
+             ORDER BY {order}
+             LIMIT :depth)
+            UNION ALL
+            (SELECT e.item_id, {distance}, i.seq
+             FROM engram_vector_backlog e JOIN engram_items i ON i.id = e.item_id
+             WHERE e.model = :model AND {where}
+             ORDER BY 2
+             LIMIT :depth)
+        ) AS c
+        ORDER BY c.distance, c.seq
         LIMIT :depth
     """
 

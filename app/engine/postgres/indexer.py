@@ -1,0 +1,120 @@
+"""The vector indexer: queued vectors into the HNSW index after the write that brought them.
+
+A write queues its vectors in ``engram_vector_backlog`` and is acknowledged; this moves
+them into ``engram_embeddings`` (inserting each into the HNSW index, most of a write's
+cost) on a connection of its own, so PostgreSQL does it on another core while the
+service takes the next write. Searches read the backlog exactly beside the index, so
+nothing waits to be found. A writer that finds the backlog over its limit indexes on
+its own time until it is not: the backlog, and so the exact part of every search,
+stays short however fast writes come, and writes never outrun the index by more.
+Several processes may run indexers on one database: each claims rows no other holds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
+from typing import Any
+
+import asyncpg
+
+from app.engine.postgres.errors import classify
+from app.engine.postgres.statements import (
+    BACKLOG_SIZE,
+    CLAIM_BACKLOG,
+    INDEXER_LOCK_ORDER,
+    MOVE_BACKLOG,
+    positional,
+)
+
+logger = logging.getLogger("engram")
+
+Acquire = Callable[[], AbstractAsyncContextManager[asyncpg.Connection]]
+
+# Vectors moved per transaction. At 100k items an HNSW insert takes ~2 ms, so a step holds its
+# rows (and a forget of them waits) for ~0.2 s.
+STEP = 100
+
+
+async def _value(connection: asyncpg.Connection, sql: str, params: dict[str, Any]) -> Any:
+    numbered, values = positional(sql, params)
+    return await connection.fetchval(numbered, *values)
+
+
+async def index_backlog(connection: asyncpg.Connection, *, step: int = STEP) -> int:
+    """One transaction: the oldest ``step`` queued vectors nobody else holds moved into the index; how many."""
+    async with connection.transaction():
+        await connection.execute(INDEXER_LOCK_ORDER)
+        numbered, values = positional(CLAIM_BACKLOG, {"n": step})
+        claimed = await connection.fetch(numbered, *values)
+        if not claimed:
+            return 0
+        ids, models = [row["item_id"] for row in claimed], [row["model"] for row in claimed]
+        return int(await _value(connection, MOVE_BACKLOG, {"ids": ids, "models": models}))
+
+
+async def backlog_size(connection: asyncpg.Connection) -> int:
+    return int(await _value(connection, BACKLOG_SIZE, {}))
+
+
+class VectorIndexer:
+    """Runs ``index_backlog`` in the background whenever there is a backlog.
+
+    ``wake`` after a write commits; rows queued by another process, or left by a crash,
+    are found by a poll every ``poll_s`` when idle. A failure (the database away) is
+    logged and retried after ``retry_s``: the rows stay queued, nothing is lost.
+    """
+
+    def __init__(self, acquire: Acquire, *, step: int = STEP, poll_s: float = 1.0, retry_s: float = 1.0) -> None:
+        self._acquire = acquire
+        self._step = step
+        self._poll_s = poll_s
+        self._retry_s = retry_s
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.create_task(self._run(), name="engram-vector-indexer")
+
+    async def stop(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    async def catch_up(self, *, to: int) -> None:
+        """Index on the caller's time until at most ``to`` vectors wait, or the rest are held by other indexers.
+
+        Best effort: the caller's write has committed, so a failure here is logged and leaves
+        the backlog to the background indexer.
+        """
+        try:
+            async with self._acquire() as connection:
+                while await index_backlog(connection, step=self._step) and await backlog_size(connection) > to:
+                    pass
+        except Exception as error:
+            logger.warning("vector indexer: %s", classify(error).message)
+
+    async def _run(self) -> None:
+        while True:
+            self._wake.clear()
+            try:
+                async with self._acquire() as connection:
+                    moved = await index_backlog(connection, step=self._step)
+            except Exception as error:
+                logger.warning("vector indexer: %s; retrying in %g s", classify(error).message, self._retry_s)
+                await asyncio.sleep(self._retry_s)
+                continue
+            if moved:
+                continue
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self._poll_s):
+                    await self._wake.wait()

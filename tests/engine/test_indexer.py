@@ -1,0 +1,193 @@
+"""Vectors are indexed after their write is acknowledged, and nothing waits to be found meanwhile.
+
+A write queues its vectors in ``engram_vector_backlog``; the indexer moves them into
+``engram_embeddings`` and its HNSW index (app/engine/postgres/indexer.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from sqlalchemy import text
+
+from app.contract.meta import Filter
+from app.contract.requests import FetchRequest, ForgetByIds
+from app.engine.postgres.engine import PostgresEngine
+from tests.conftest import truncate
+from tests.engine.test_postgres import count_rows, failing_insert, learning
+
+
+async def quiet_engine(database_url: str, embedder: Any, backlog_limit: int) -> AsyncIterator[PostgresEngine]:
+    """An engine without a background indexer, on an empty store, and no other engine's indexer about
+    (not the ``pg_engine`` fixture's): what is queued stays queued until a test or a write moves it."""
+    engine = await PostgresEngine.connect(
+        database_url, embedder, background_indexing=False, backlog_limit=backlog_limit
+    )
+    await truncate(engine)
+    yield engine
+    await engine.close()
+
+
+@pytest.fixture
+async def unindexed(database_url: str, embedder: Any) -> AsyncIterator[PostgresEngine]:
+    """Writes stay queued: no background indexer, no backlog limit within reach."""
+    async for engine in quiet_engine(database_url, embedder, 10_000):
+        yield engine
+
+
+@pytest.fixture
+async def limited(database_url: str, embedder: Any) -> AsyncIterator[PostgresEngine]:
+    """No background indexer; a write leaving more than 150 queued indexes until it does not."""
+    async for engine in quiet_engine(database_url, embedder, 150):
+        yield engine
+
+
+async def indexed_count(engine: PostgresEngine) -> int:
+    async with engine.database.connect() as connection:
+        return int(await connection.scalar(text("SELECT count(*) FROM engram_embeddings")) or 0)
+
+
+async def until_indexed(engine: PostgresEngine, within_s: float = 20.0) -> None:
+    """Wait for the background indexer to empty the backlog."""
+    for _ in range(int(within_s / 0.05)):
+        if not await engine.vector_backlog():
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"the backlog did not empty within {within_s} s")
+
+
+async def pages(engine: PostgresEngine, queries: list[str], **request: Any) -> list[list[str]]:
+    return [[h.id for h in (await engine.fetch(FetchRequest(query=q, **request))).hits] for q in queries]
+
+
+async def test_a_vector_waiting_for_the_index_is_found_and_ranked_as_once_indexed(unindexed: PostgresEngine) -> None:
+    items = [learning(f"queued note {n} about {topic}", tags=[topic]) for n, topic in enumerate(["tea", "rust"] * 15)]
+    await unindexed.store_many(items[:20])
+    await unindexed.finish_indexing()
+    await unindexed.store_many(items[20:])  # these ten wait; the first twenty are in the index
+    assert await unindexed.vector_backlog() == 10
+    queries = [item.render_text() for item in items]
+    waiting = {mode: await pages(unindexed, queries, mode=mode, limit=5) for mode in ("vector", "hybrid", "keyword")}
+    tagged = await pages(unindexed, queries, mode="vector", limit=5, filter=Filter(tags_any=["rust"]))
+    for item, page in zip(items, waiting["vector"], strict=True):
+        assert page[0] == item.fingerprint()
+
+    await unindexed.finish_indexing()
+    assert await unindexed.vector_backlog() == 0
+    assert await indexed_count(unindexed) == 30
+    for mode, before in waiting.items():
+        assert await pages(unindexed, queries, mode=mode, limit=5) == before, mode
+    assert await pages(unindexed, queries, mode="vector", limit=5, filter=Filter(tags_any=["rust"])) == tagged
+
+
+async def test_a_write_past_the_backlog_limit_indexes_until_it_is_within(limited: PostgresEngine) -> None:
+    backlog = []
+    for batch in range(4):
+        await limited.store_many([learning(f"batch {batch} note {n}") for n in range(100)])
+        backlog.append(await limited.vector_backlog())
+    # 100 waiting is within the limit; 200 is not, and the write moves the oldest 100.
+    assert backlog == [100, 100, 100, 100]
+    assert await indexed_count(limited) == 300
+    assert await count_rows(limited) == (400, 400)
+
+
+async def test_a_write_past_the_limit_indexes_beside_an_indexer_holding_the_oldest(limited: PostgresEngine) -> None:
+    """Another indexer mid-step holds the oldest queued rows: the write takes the next ones, not none."""
+    first = [learning(f"held note {n}") for n in range(100)]
+    second = [learning(f"later note {n}") for n in range(100)]
+    await limited.store_many(first)
+    async with limited.database.connect() as holder, holder.begin():
+        await holder.execute(text("SELECT 1 FROM engram_vector_backlog ORDER BY queued FOR UPDATE"))
+        await limited.store_many(second)
+        assert await limited.vector_backlog() == 100
+    async with limited.database.connect() as connection:
+        indexed = set((await connection.execute(text("SELECT item_id FROM engram_embeddings"))).scalars())
+    assert indexed == {item.fingerprint() for item in second}
+
+
+async def test_the_indexer_takes_up_what_an_earlier_process_left_queued(
+    unindexed: PostgresEngine, database_url: str, embedder: Any
+) -> None:
+    await unindexed.store_many([learning(f"left over {n}") for n in range(30)])
+    assert await unindexed.vector_backlog() == 30
+    engine = await PostgresEngine.connect(database_url, embedder)
+    try:
+        await until_indexed(engine)
+        assert await indexed_count(engine) == 30
+    finally:
+        await engine.close()
+
+
+async def test_a_write_wakes_the_background_indexer(pg_engine: PostgresEngine) -> None:
+    await pg_engine.store_many([learning(f"indexed soon {n}") for n in range(50)])
+    await until_indexed(pg_engine)
+    assert await indexed_count(pg_engine) == 50
+
+
+async def test_forgets_racing_the_indexer_neither_deadlock_nor_leave_vectors(unindexed: PostgresEngine) -> None:
+    """A forget takes an item and then its queued vectors; the indexer claims the item first too."""
+    for round_ in range(3):
+        items = [learning(f"race {round_} item {n}") for n in range(400)]
+        for start in range(0, 400, 100):
+            await unindexed.store_many(items[start : start + 100])
+        ids = [item.fingerprint() for item in items]
+        doomed = ids[::2]
+        chunks = [doomed[i : i + 10] for i in range(0, len(doomed), 10)]
+        forgets = asyncio.gather(*(unindexed.forget(ForgetByIds(ids=chunk)) for chunk in chunks))
+        _, reports = await asyncio.gather(unindexed.finish_indexing(), forgets)
+        assert sum(r.forgotten for r in reports) == 200
+        await unindexed.finish_indexing()
+        assert await unindexed.vector_backlog() == 0
+        assert await count_rows(unindexed) == (200 * (round_ + 1), 200 * (round_ + 1))
+        async with unindexed.database.connect() as connection:
+            orphans = await connection.scalar(
+                text("SELECT count(*) FROM engram_embeddings e WHERE e.item_id = ANY(:ids)"), {"ids": doomed}
+            )
+        assert orphans == 0
+
+
+async def test_an_indexer_failure_loses_nothing_and_leaks_nothing(
+    unindexed: PostgresEngine, database_url: str, embedder: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    items = [learning(f"kept through failure {n}") for n in range(12)]
+    await unindexed.store_many(items)
+    engine = None
+    try:
+        with caplog.at_level(logging.WARNING, logger="engram"):
+            async with failing_insert(unindexed, "engram_embeddings", "item_id", items[5].fingerprint()):
+                engine = await PostgresEngine.connect(database_url, embedder)
+                await asyncio.sleep(1.5)  # the indexer tries, fails, and tries again
+                assert await engine.vector_backlog() == 12
+                for item in items:
+                    page = await engine.fetch(FetchRequest(query=item.render_text(), mode="vector", limit=1))
+                    assert [h.id for h in page.hits] == [item.fingerprint()]
+            await until_indexed(engine)
+        assert await indexed_count(engine) == 12
+        failures = [r.getMessage() for r in caplog.records if r.name == "engram" and "vector indexer" in r.getMessage()]
+        assert failures
+        assert not any("INSERT" in m or "injected" in m or "engram_" in m for m in failures), failures
+    finally:
+        if engine is not None:
+            await engine.close()
+
+
+async def test_a_reembed_beside_a_running_indexer_never_deadlocks(unindexed: PostgresEngine, embedder: Any) -> None:
+    """Whole-table locks (reembed, TRUNCATE) and the indexer take the tables in one order (items, backlog,
+    embeddings): the first full test run found TRUNCATE and the indexer deadlocked the other way round."""
+    from app.engine.postgres.reembed import _reembed
+
+    async def reembed_then_roll_back() -> None:
+        async with unindexed.database.connect() as connection:
+            transaction = await connection.begin()
+            await _reembed(connection, embedder, 64)
+            await transaction.rollback()
+
+    for round_ in range(8):
+        for half in range(2):
+            await unindexed.store_many([learning(f"round {round_} note {half} {n}") for n in range(100)])
+        await asyncio.gather(unindexed.finish_indexing(), reembed_then_roll_back())
+    assert await count_rows(unindexed) == (1600, 1600)
