@@ -20,9 +20,10 @@ from app.engine.fusion import fuse
 from app.engine.keywords import KeywordQuery
 from app.engine.postgres.engine import StatisticsCache, search_breadth, vector_literal, vector_literals
 from app.engine.postgres.filters import filter_predicate
+from app.engine.postgres.indexer import VectorIndexer, backlog_size
 from app.engine.postgres.statements import (
     INSERT_ITEMS,
-    INSERT_VECTORS,
+    QUEUE_VECTORS,
     TERM_STATISTICS,
     TermStatistics,
     explore_sql,
@@ -49,11 +50,26 @@ ENGINE_SESSION = {
 }
 # A filtered search's breadth, which the engine sets for that statement alone (SET LOCAL).
 EF_SEARCH_FILTERED = Settings.model_fields["hnsw_ef_search_filtered"].default
+# How many vectors may wait for the index before a write indexes some itself, as in the engine.
+BACKLOG_LIMIT = Settings.model_fields["vector_backlog_limit"].default
 
 
 async def connect(url: str) -> asyncpg.Connection:
     """One connection set up as the engine sets up its pool's."""
     return await asyncpg.connect(url, server_settings=ENGINE_SESSION)
+
+
+async def indexing_pool(url: str) -> asyncpg.Pool:
+    """Connections for the vector indexer: one for its background work, one for a write that catches up."""
+    return await asyncpg.create_pool(url, min_size=2, max_size=2, server_settings=ENGINE_SESSION)
+
+
+async def wait_for_empty_backlog(connection: asyncpg.Connection, poll_s: float = 0.02) -> None:
+    """Until no vector waits for the HNSW index in ``connection``'s database."""
+    while True:
+        if not await backlog_size(connection):
+            return
+        await asyncio.sleep(poll_s)
 
 
 class RawSql:
@@ -66,15 +82,23 @@ class RawSql:
         ts_config: str = "english",
         *,
         second: asyncpg.Connection | None = None,
+        indexing: asyncpg.Pool | None = None,
     ):
         self._db = connection
+        # The engine's vector indexer (the same class and statements) on connections of its own.
+        self.indexer = VectorIndexer(indexing.acquire) if indexing is not None else None
         # The engine runs a hybrid fetch's two rankings at once on two connections; so does this baseline.
         self._second = second
         self._embedder = embedder
         self._cfg = ts_config
         self._prepared: dict[tuple[int, str], asyncpg.prepared_stmt.PreparedStatement] = {}
         self._statistics = StatisticsCache()
-        self.phases: dict[str, list[float]] = {"embed": [], "insert_items": [], "insert_vectors_and_commit": []}
+        self.phases: dict[str, list[float]] = {
+            "embed": [],
+            "insert_items": [],
+            "queue_vectors_and_commit": [],
+            "catch_up": [],
+        }
 
     async def run(
         self,
@@ -104,9 +128,11 @@ class RawSql:
             rows = await self._db.fetch("EXPLAIN (ANALYZE, BUFFERS) " + converted, *args)
         return "\n".join(row[0] for row in rows)
 
-    # Writes: the engine's two inserts in one transaction, embedding included.
+    # Writes: the engine's two inserts in one transaction, embedding included, then its indexer.
 
     async def store_batch(self, batch: list[CorpusItem]) -> int:
+        if self.indexer is None:
+            raise RuntimeError("this RawSql was made without connections for its vector indexer")
         start = time.perf_counter()
         vectors = await self._embedder.embed([item.text for item in batch])
         embedded = time.perf_counter()
@@ -125,20 +151,33 @@ class RawSql:
             inserted = {r["id"] for r in await self.run(INSERT_ITEMS, rows)}
             items_done = time.perf_counter()
             ids = [i.id for i in batch if i.id in inserted]
-            await self.run(
-                INSERT_VECTORS,
+            (row,) = await self.run(
+                QUEUE_VECTORS,
                 {
                     "model": self._embedder.name,
                     "ids": ids,
                     "vs": vector_literals([v for i, v in zip(batch, vectors, strict=True) if i.id in inserted]),
                 },
             )
+        queued = time.perf_counter()
+        self.indexer.start()
+        self.indexer.wake()
+        if row["backlog"] > BACKLOG_LIMIT:
+            await self.indexer.catch_up(to=BACKLOG_LIMIT)
         done = time.perf_counter()
-        # Where a batch's time goes: embedding, the items insert (GIN and btree upkeep), the vectors (HNSW).
+        # Where a batch's time goes: embedding, the items insert (GIN and btree upkeep), queueing the
+        # vectors, and the HNSW upkeep the write took on because the indexer was behind.
         self.phases["embed"].append((embedded - start) * 1000)
         self.phases["insert_items"].append((items_done - embedded) * 1000)
-        self.phases["insert_vectors_and_commit"].append((done - items_done) * 1000)
+        self.phases["queue_vectors_and_commit"].append((queued - items_done) * 1000)
+        self.phases["catch_up"].append((done - queued) * 1000)
         return len(inserted)
+
+    async def until_indexed(self) -> None:
+        """Wait for the indexer to empty the backlog, then stop it."""
+        assert self.indexer is not None
+        await wait_for_empty_backlog(self._db)
+        await self.indexer.stop()
 
     # Reads, as the engine runs them (including its exact-scan fallback).
 
