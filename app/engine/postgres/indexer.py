@@ -37,6 +37,8 @@ Acquire = Callable[[], AbstractAsyncContextManager[asyncpg.Connection]]
 # Vectors moved per transaction. At 100k items an HNSW insert takes ~2 ms, so a step holds its
 # rows (and a forget of them waits) for ~0.2 s.
 STEP = 100
+# A failing indexer retries after 1 s, then 2, 4 ... up to this, or as soon as a write commits.
+MAX_RETRY_S = 30.0
 
 
 async def _value(connection: asyncpg.Connection, sql: str, params: dict[str, Any]) -> Any:
@@ -65,7 +67,8 @@ class VectorIndexer:
 
     ``wake`` after a write commits; rows queued by another process, or left by a crash,
     are found by a poll every ``poll_s`` when idle. A failure (the database away) is
-    logged and retried after ``retry_s``: the rows stay queued, nothing is lost.
+    logged and retried after ``retry_s``, twice that after a second, and so on up to
+    MAX_RETRY_S, or at the next write's wake: the rows stay queued, nothing is lost.
     """
 
     def __init__(self, acquire: Acquire, *, step: int = STEP, poll_s: float = 1.0, retry_s: float = 1.0) -> None:
@@ -104,17 +107,23 @@ class VectorIndexer:
             logger.warning("vector indexer: %s", classify(error).message)
 
     async def _run(self) -> None:
+        delay = self._retry_s
         while True:
             self._wake.clear()
             try:
                 async with self._acquire() as connection:
                     moved = await index_backlog(connection, step=self._step)
             except Exception as error:
-                logger.warning("vector indexer: %s; retrying in %g s", classify(error).message, self._retry_s)
-                await asyncio.sleep(self._retry_s)
+                logger.warning("vector indexer: %s; retrying within %g s", classify(error).message, delay)
+                await self._idle(delay)
+                delay = min(delay * 2, MAX_RETRY_S)
                 continue
-            if moved:
-                continue
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(self._poll_s):
-                    await self._wake.wait()
+            delay = self._retry_s
+            if not moved:
+                await self._idle(self._poll_s)
+
+    async def _idle(self, seconds: float) -> None:
+        """Until a write wakes the indexer, or ``seconds`` have passed."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(seconds):
+                await self._wake.wait()
