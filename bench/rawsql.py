@@ -18,7 +18,13 @@ from app.contract.meta import Filter
 from app.embeddings.wordllama import WordLlamaEmbedder
 from app.engine.fusion import fuse
 from app.engine.keywords import KeywordQuery
-from app.engine.postgres.engine import StatisticsCache, search_breadth, vector_literal, vector_literals
+from app.engine.postgres.engine import (
+    StatisticsCache,
+    index_was_enough,
+    search_breadth,
+    vector_literal,
+    vector_literals,
+)
 from app.engine.postgres.filters import filter_predicate
 from app.engine.postgres.indexer import VectorIndexer, backlog_size
 from app.engine.postgres.statements import (
@@ -216,7 +222,7 @@ class RawSql:
             sql, params = await self.fetch_statement(query, mode, request_filter, vector, exact=exact)
             breadth = search_breadth(pred, exact=exact, filtered=EF_SEARCH_FILTERED)
             rows = await self.run(sql, params, ef_search=breadth, on=on)
-            if len(rows) == limit + 1 or exact:
+            if exact or index_was_enough(rows, limit + 1):
                 return rows
         raise AssertionError("unreachable")
 

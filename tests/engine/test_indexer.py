@@ -191,3 +191,45 @@ async def test_a_reembed_beside_a_running_indexer_never_deadlocks(unindexed: Pos
             await unindexed.store_many([learning(f"round {round_} note {half} {n}") for n in range(100)])
         await asyncio.gather(unindexed.finish_indexing(), reembed_then_roll_back())
     assert await count_rows(unindexed) == (1600, 1600)
+
+
+async def test_a_short_answer_from_the_index_falls_back_to_exact_whatever_the_backlog_adds(
+    unindexed: PostgresEngine, database_url: str, embedder: Any
+) -> None:
+    """The index gives up on a selective filter; rows still queued must not make its short answer look full."""
+    from app.engine.postgres.engine import vector_literal
+    from app.engine.postgres.statements import vector_sql
+
+    common = [learning(f"common note {n}", tags=["common"]) for n in range(2_000)]
+    for start in range(0, len(common), 100):
+        await unindexed.store_many(common[start : start + 100])
+    await unindexed.store_many([learning(f"rare note {n}", tags=["rare"]) for n in range(15)])
+    await unindexed.finish_indexing()
+    await unindexed.store_many([learning(f"rare queued note {n}", tags=["rare"]) for n in range(12)])
+    # More queued than a page asks for (limit + 1): alone they would make the index's short answer look full.
+    assert await unindexed.vector_backlog() == 12
+    rare = Filter(tags_any=["rare"])
+    async with unindexed.database.begin() as connection:
+        # Make the planner walk the HNSW index and the index stop after ef_search candidates
+        # (as a scan stops at hnsw.max_scan_tuples on a far larger table).
+        await connection.execute(text("ALTER DATABASE postgres SET enable_sort = off"))
+    short_sighted = await PostgresEngine.connect(
+        database_url, embedder, ef_search=40, ef_search_filtered=40, iterative_scan="off", background_indexing=False
+    )
+    try:
+        page = await short_sighted.fetch(FetchRequest(query="note", mode="vector", filter=rare, limit=10))
+    finally:
+        await short_sighted.close()
+        async with unindexed.database.begin() as connection:
+            await connection.execute(text("ALTER DATABASE postgres RESET enable_sort"))
+    (vector,) = await embedder.embed(["note"])
+    from app.engine.postgres.filters import filter_predicate
+
+    pred = filter_predicate(rare)
+    async with unindexed.database.connect() as connection:
+        exact = await connection.execute(
+            text(vector_sql(pred.sql(), exact=True, dimension=embedder.dimension)),
+            {"vec": vector_literal(vector), "model": embedder.name, "depth": 10, "offset": 0, **pred.params},
+        )
+        expected = [row.id for row in exact]
+    assert [h.id for h in page.hits] == expected

@@ -132,6 +132,13 @@ def search_breadth(pred: Predicate, *, exact: bool, filtered: int | None) -> int
     return None if exact or pred.admits_all else filtered
 
 
+def index_was_enough(rows: Sequence[Mapping[str, Any]], depth: int) -> bool:
+    """Whether a vector statement through the index answered for certain: the index gave all ``depth``
+    rows. Short, it may have given up on a selective filter (hnsw.max_scan_tuples), and only the exact
+    scan says what really matches, however many rows the vector backlog added."""
+    return bool(rows) and rows[0]["from_index"] >= depth
+
+
 async def concurrently(*calls: Awaitable[Any]) -> list[Any]:
     """The calls awaited at once; the first failure cancels the others and is raised as it is (not grouped)."""
     tasks = [asyncio.ensure_future(call) for call in calls]
@@ -564,9 +571,7 @@ class PostgresEngine:
                 {**params, "offset": offset, **pred.params},
                 ef_search=self._breadth(pred, exact=exact),
             )
-            # A short answer may be the index giving up on a selective filter
-            # (hnsw.max_scan_tuples): the exact scan then says what really matches.
-            if len(rows) == count or exact:
+            if exact or index_was_enough(rows, offset + count):
                 return rows
         raise AssertionError("unreachable")
 

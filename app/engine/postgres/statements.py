@@ -355,6 +355,9 @@ def nearest_sql(where: str, *, exact: bool, dimension: int) -> str:
     match it to be used), and the backlog is scanned with the same expression, so the two
     compare; ``exact`` scans every admitted item at full precision instead. The backlog is
     short (ENGRAM_VECTOR_BACKLOG_LIMIT) and empty once the indexer has caught up.
+    ``from_index`` is how many rows the index (or the exact scan of the indexed) gave: fewer
+    than ``depth`` and the index may have given up on a selective filter, which the
+    backlog's rows must not hide (``index_was_enough``).
     """
     if exact:
         distance = "(e.embedding <=> CAST(:vec AS vector))"
@@ -362,14 +365,14 @@ def nearest_sql(where: str, *, exact: bool, dimension: int) -> str:
     else:
         distance = order = f"(e.embedding::halfvec({int(dimension)}) <=> CAST(:vec AS halfvec({int(dimension)})))"
     return f"""
-        SELECT c.id, c.distance, c.seq FROM (
-            (SELECT e.item_id AS id, {distance} AS distance, i.seq
+        SELECT c.id, c.distance, c.seq, count(*) FILTER (WHERE c.indexed) OVER () AS from_index FROM (
+            (SELECT e.item_id AS id, {distance} AS distance, i.seq, true AS indexed
              FROM engram_embeddings e JOIN engram_items i ON i.id = e.item_id
              WHERE e.model = :model AND {where}
              ORDER BY {order}
              LIMIT :depth)
             UNION ALL
-            (SELECT e.item_id, {distance}, i.seq
+            (SELECT e.item_id, {distance}, i.seq, false
              FROM engram_vector_backlog e JOIN engram_items i ON i.id = e.item_id
              WHERE e.model = :model AND {where}
              ORDER BY 2
@@ -383,7 +386,7 @@ def nearest_sql(where: str, *, exact: bool, dimension: int) -> str:
 def vector_sql(where: str, *, exact: bool, dimension: int) -> str:
     return f"""
         WITH nearest AS MATERIALIZED ({nearest_sql(where, exact=exact, dimension=dimension)})
-        SELECT {HIT_COLUMNS}, n.seq, 1 - n.distance AS score
+        SELECT {HIT_COLUMNS}, n.seq, 1 - n.distance AS score, n.from_index
         FROM nearest n JOIN engram_items i ON i.id = n.id
         ORDER BY n.distance, n.seq
         OFFSET :offset
