@@ -54,7 +54,7 @@ from app.engine.fusion import fuse
 from app.engine.keywords import KeywordQuery
 from app.engine.postgres.errors import classify, database_errors
 from app.engine.postgres.filters import Predicate, filter_predicate
-from app.engine.postgres.indexer import VectorIndexer, backlog_size, index_backlog
+from app.engine.postgres.indexer import VectorIndexer, backlog_size, index_everything
 from app.engine.postgres.schema import async_url, ensure_current
 from app.engine.postgres.statements import (
     HELD_IDS,
@@ -362,12 +362,7 @@ class PostgresEngine:
         """Move the whole vector backlog into the index now (the indexer would, shortly)."""
         with database_errors():
             async with self._connection() as connection:
-                while True:
-                    if await index_backlog(connection):
-                        continue
-                    if not await backlog_size(connection):
-                        return
-                    await asyncio.sleep(0.01)  # what is left is another indexer's, for a moment
+                await index_everything(connection)
 
     async def vector_backlog(self) -> int:
         """How many vectors wait for the index."""

@@ -62,6 +62,16 @@ async def backlog_size(connection: asyncpg.Connection) -> int:
     return int(await _value(connection, BACKLOG_SIZE, {}))
 
 
+async def index_everything(connection: asyncpg.Connection) -> None:
+    """``index_backlog`` until nothing waits, including what other indexers held for a moment."""
+    while True:
+        if await index_backlog(connection):
+            continue
+        if not await backlog_size(connection):
+            return
+        await asyncio.sleep(0.01)  # what is left is another indexer's, for a moment
+
+
 class VectorIndexer:
     """Runs ``index_backlog`` in the background whenever there is a backlog.
 
