@@ -309,3 +309,43 @@ async def test_0004_downgrade_indexes_the_vectors_still_queued(
             assert [hit.id for hit in page.hits] == [item.fingerprint()]
     finally:
         await engine.close()
+
+
+async def _indexed_neighbours(url: str) -> int:
+    """How many rows a walk of the HNSW index itself gives (no scan of the table to fall back on)."""
+    engine = create_async_engine(schema.async_url(url))
+    try:
+        async with engine.begin() as connection:
+            await connection.execute(text("SET LOCAL enable_seqscan = off"))
+            await connection.execute(text("SET LOCAL hnsw.ef_search = 100"))
+            query = """
+                SELECT count(*) FROM (
+                    SELECT item_id FROM engram_embeddings
+                    ORDER BY embedding::halfvec(256) <=> (SELECT embedding::halfvec(256) FROM engram_embeddings LIMIT 1)
+                    LIMIT 100
+                ) AS nearest
+            """
+            plan = "\n".join(row[0] for row in await connection.execute(text("EXPLAIN " + query)))
+            assert "engram_embeddings_hnsw" in plan
+            return int(await connection.scalar(text(query)))  # type: ignore[arg-type]
+    finally:
+        await engine.dispose()
+
+
+async def test_0005_rebuilds_the_vector_index_wider_and_keeps_every_vector_in_it(
+    scratch: ScratchServer, embedder: WordLlamaEmbedder
+) -> None:
+    url = scratch.new_database()
+    await _upgrade(url)
+    engine = await PostgresEngine.connect(url, embedder)
+    await engine.store_many(learnings(12))
+    await engine.finish_indexing()
+    await engine.close()
+    index = "SELECT indexdef FROM pg_indexes WHERE indexname = 'engram_embeddings_hnsw'"
+    assert "ef_construction='100'" in str(await _scalar(url, index))
+    await _downgrade(url, "0004")
+    assert "ef_construction='40'" in str(await _scalar(url, index))
+    assert await _indexed_neighbours(url) == 12
+    await _upgrade(url, "0005")
+    assert "ef_construction='100'" in str(await _scalar(url, index))
+    assert await _indexed_neighbours(url) == 12
