@@ -56,6 +56,9 @@ class Settings(BaseSettings):
     # exactly until then; a write that leaves more than this many waiting indexes until it does not.
     # Each waiting vector costs every vector search a little (an exact distance and a join): ~1 ms at 500.
     vector_backlog_limit: int = Field(default=500, ge=0)
+    # Background workers moving queued vectors into the HNSW index, a database connection (and, while
+    # there is a backlog, a core) each. Measured in app/engine/postgres/indexer.py and bench/analysis.md.
+    vector_indexers: int = Field(default=2, ge=1)
 
     # HTTP.
     api_keys: SecretStr | None = None

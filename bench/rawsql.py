@@ -58,6 +58,8 @@ ENGINE_SESSION = {
 EF_SEARCH_FILTERED = Settings.model_fields["hnsw_ef_search_filtered"].default
 # How many vectors may wait for the index before a write indexes some itself, as in the engine.
 BACKLOG_LIMIT = Settings.model_fields["vector_backlog_limit"].default
+# How many background workers index, as in the engine.
+INDEXERS = Settings.model_fields["vector_indexers"].default
 
 
 async def connect(url: str) -> asyncpg.Connection:
@@ -66,8 +68,8 @@ async def connect(url: str) -> asyncpg.Connection:
 
 
 async def indexing_pool(url: str) -> asyncpg.Pool:
-    """Connections for the vector indexer: one for its background work, one for a write that catches up."""
-    return await asyncpg.create_pool(url, min_size=2, max_size=2, server_settings=ENGINE_SESSION)
+    """Connections for the vector indexer: one per background worker, one for a write that catches up."""
+    return await asyncpg.create_pool(url, min_size=INDEXERS + 1, max_size=INDEXERS + 1, server_settings=ENGINE_SESSION)
 
 
 async def wait_for_empty_backlog(connection: asyncpg.Connection, poll_s: float = 0.02) -> None:
@@ -92,7 +94,7 @@ class RawSql:
     ):
         self._db = connection
         # The engine's vector indexer (the same class and statements) on connections of its own.
-        self.indexer = VectorIndexer(indexing.acquire) if indexing is not None else None
+        self.indexer = VectorIndexer(indexing.acquire, workers=INDEXERS) if indexing is not None else None
         # The engine runs a hybrid fetch's two rankings at once on two connections; so does this baseline.
         self._second = second
         self._embedder = embedder

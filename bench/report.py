@@ -17,6 +17,11 @@ def load(results_dir: Path) -> list[dict[str, Any]]:
     return sorted(runs, key=lambda r: r["n"])
 
 
+def _indexers(run: dict[str, Any]) -> str:
+    workers = run.get("vector_indexers")
+    return f"{workers} background workers, " if workers else ""
+
+
 def _ms(stats: dict[str, Any] | None, key: str = "p50") -> str:
     return f"{stats[key]:.2f}" if stats and key in stats else "–"
 
@@ -145,7 +150,7 @@ def table_for(run: dict[str, Any], runs: list[dict[str, Any]]) -> list[str]:
         lines += [
             "",
             "Engram and its raw baseline acknowledge a batch once its items and vectors are committed and index the "
-            "vectors after (app/engine/postgres/indexer.py; a write that finds more than "
+            f"vectors after ({_indexers(run)}app/engine/postgres/indexer.py; a write that finds more than "
             f"{run['vector_backlog_limit']} vectors waiting indexes until it does not): their seconds run until the "
             "last vector is in the HNSW index. LangGraph indexes inside each batch.",
         ]

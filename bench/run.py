@@ -395,6 +395,7 @@ async def run_one(n: int, query_count: int, seed: int) -> tuple[dict[str, Any], 
     embedder = WordLlamaEmbedder()
     result: dict[str, Any] = {"n": n, "queries": query_count, "seed": seed, "batch": BATCH, "page": PAGE}
     result["vector_backlog_limit"] = rawsql.BACKLOG_LIMIT
+    result["vector_indexers"] = rawsql.INDEXERS
     result["started_at"] = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     session = {**rawsql.ENGINE_SESSION, "hnsw.ef_search (filtered, per statement)": str(rawsql.EF_SEARCH_FILTERED)}
     result["session_settings"] = {

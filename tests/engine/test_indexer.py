@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
@@ -17,6 +18,7 @@ from sqlalchemy import text
 from app.contract.meta import Filter
 from app.contract.requests import FetchRequest, ForgetByIds
 from app.engine.postgres.engine import PostgresEngine
+from app.engine.postgres.indexer import VectorIndexer
 from tests.conftest import truncate
 from tests.engine.test_postgres import count_rows, failing_insert, learning
 
@@ -126,6 +128,47 @@ async def test_a_write_wakes_the_background_indexer(pg_engine: PostgresEngine) -
     await pg_engine.store_many([learning(f"indexed soon {n}") for n in range(50)])
     await until_indexed(pg_engine)
     assert await indexed_count(pg_engine) == 50
+
+
+class CountingConnection:
+    """A pooled connection that adds up, per worker task, the vectors its moves put into the index."""
+
+    def __init__(self, connection: Any, moved: dict[str, int]) -> None:
+        self._connection = connection
+        self._moved = moved
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._connection, name)
+
+    async def fetchval(self, sql: str, *args: Any) -> Any:
+        value = await self._connection.fetchval(sql, *args)
+        if "INSERT INTO engram_embeddings" in sql:
+            worker = asyncio.current_task().get_name()  # type: ignore[union-attr]
+            self._moved[worker] = self._moved.get(worker, 0) + int(value)
+        return value
+
+
+async def test_several_workers_index_every_vector_once_and_share_the_work(unindexed: PostgresEngine) -> None:
+    """Workers claim rows no other holds: each vector is moved once, and every worker moves some."""
+    for start in range(0, 300, 100):
+        await unindexed.store_many([learning(f"shared out {n}") for n in range(start, start + 100)])
+    moved: dict[str, int] = {}
+
+    @asynccontextmanager
+    async def counting() -> AsyncIterator[Any]:
+        async with unindexed._connection() as connection:
+            yield CountingConnection(connection, moved)
+
+    indexer = VectorIndexer(counting, workers=3, step=5)
+    indexer.start()
+    try:
+        await until_indexed(unindexed)
+    finally:
+        await indexer.stop()
+    assert await indexed_count(unindexed) == 300
+    assert sum(moved.values()) == 300
+    assert sorted(moved) == [f"engram-vector-indexer-{n}" for n in range(3)]
+    assert all(count > 0 for count in moved.values()), moved
 
 
 async def test_forgets_racing_the_indexer_neither_deadlock_nor_leave_vectors(unindexed: PostgresEngine) -> None:

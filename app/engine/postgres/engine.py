@@ -230,9 +230,10 @@ class PostgresEngine:
         cursor_secret: bytes,
         ef_search_filtered: int | None = None,
         backlog_limit: int = 500,
+        indexers: int = 2,
     ) -> None:
         self._db = engine
-        self._indexer = VectorIndexer(self._connection)
+        self._indexer = VectorIndexer(self._connection, workers=indexers)
         self._backlog_limit = backlog_limit
         self._ef_search_filtered = ef_search_filtered
         self._statistics = StatisticsCache()
@@ -266,14 +267,16 @@ class PostgresEngine:
         iterative_scan: str = "relaxed_order",
         backlog_limit: int = 500,
         background_indexing: bool = True,
+        indexers: int = 2,
     ) -> PostgresEngine:
         """Open the pool, read the settings the schema was made with, start the vector indexer.
 
         ``ef_search`` is every connection's HNSW breadth; a filtered search runs with
         ``ef_search_filtered`` (when given) instead, since the filter discards most candidates.
         A write that leaves more than ``backlog_limit`` vectors waiting for the index indexes
-        until it does not (app/engine/postgres/indexer.py). Without ``background_indexing`` only
-        such writes and ``finish_indexing`` index (tests that need a backlog to stay).
+        until it does not (app/engine/postgres/indexer.py); ``indexers`` background workers index
+        the rest, each on a pooled connection. Without ``background_indexing`` only such writes
+        and ``finish_indexing`` index (tests that need a backlog to stay).
         """
         engine = create_async_engine(
             async_url(url),
@@ -315,6 +318,7 @@ class PostgresEngine:
             cursor_secret=bytes.fromhex(settings["cursor_secret"]),
             ef_search_filtered=ef_search_filtered,
             backlog_limit=backlog_limit,
+            indexers=indexers,
         )
         if background_indexing:
             connected._indexer.start()  # which first indexes whatever a crash left queued

@@ -46,6 +46,7 @@ async def open_postgres_engine(settings: Settings) -> PostgresEngine:
         ef_search_filtered=settings.hnsw_ef_search_filtered,
         iterative_scan=settings.hnsw_iterative_scan,
         backlog_limit=settings.vector_backlog_limit,
+        indexers=settings.vector_indexers,
     )
     logger.info("database: %s, embedder: %s", schema.redacted(url), embedder.name)
     return engine
