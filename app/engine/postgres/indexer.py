@@ -2,7 +2,7 @@
 
 A write queues its vectors in ``engram_vector_backlog`` and is acknowledged; this moves
 them into ``engram_embeddings`` (inserting each into the HNSW index, most of a write's
-cost) on a connection of its own, so PostgreSQL does it on another core while the
+cost) on connections of its own, so PostgreSQL does it on other cores while the
 service takes the next write. Searches read the backlog exactly beside the index, so
 nothing waits to be found. A writer that finds the backlog over its limit indexes on
 its own time until it is not: the backlog, and so the exact part of every search,
