@@ -27,6 +27,7 @@ from app.settings import Settings
 from tests.deploy.scratch import ScratchServer, free_port, learnings, run_engram, scratch_server
 
 MIGRATE_HINT = "run `engram migrate`"
+VECTOR_INDEX_DEF = "SELECT indexdef FROM pg_indexes WHERE indexname = 'engram_embeddings_hnsw'"
 
 
 @pytest.fixture(scope="module")
@@ -146,12 +147,11 @@ async def test_0002_rebuilds_the_vector_index_over_the_vectors_already_stored(
     engine = await PostgresEngine.connect(url, embedder)
     await engine.store_many(items)
     await engine.close()
-    index = "SELECT indexdef FROM pg_indexes WHERE indexname = 'engram_embeddings_hnsw'"
     await _downgrade(url, "0001")
-    assert "USING hnsw (embedding vector_cosine_ops)" in str(await _scalar(url, index))
+    assert "USING hnsw (embedding vector_cosine_ops)" in str(await _scalar(url, VECTOR_INDEX_DEF))
     await _upgrade(url, "0002")
-    assert "((embedding)::halfvec(256)) halfvec_cosine_ops" in str(await _scalar(url, index))
-    assert "ef_construction='40'" in str(await _scalar(url, index))
+    assert "((embedding)::halfvec(256)) halfvec_cosine_ops" in str(await _scalar(url, VECTOR_INDEX_DEF))
+    assert "ef_construction='40'" in str(await _scalar(url, VECTOR_INDEX_DEF))
     await _upgrade(url)
     engine = await PostgresEngine.connect(url, embedder)
     try:
@@ -206,7 +206,7 @@ async def test_the_vector_column_takes_its_dimension_from_configuration(scratch:
     )
     assert column == "vector(64)"
     assert await _scalar(url, "SELECT value FROM engram_settings WHERE key = 'embedding_dim'") == "64"
-    index = await _scalar(url, "SELECT indexdef FROM pg_indexes WHERE indexname = 'engram_embeddings_hnsw'")
+    index = await _scalar(url, VECTOR_INDEX_DEF)
     assert "::halfvec(64)) halfvec_cosine_ops" in str(index)
     small = WordLlamaEmbedder(64)
     engine = await PostgresEngine.connect(url, small)
@@ -341,11 +341,10 @@ async def test_0005_rebuilds_the_vector_index_wider_and_keeps_every_vector_in_it
     await engine.store_many(learnings(12))
     await engine.finish_indexing()
     await engine.close()
-    index = "SELECT indexdef FROM pg_indexes WHERE indexname = 'engram_embeddings_hnsw'"
-    assert "ef_construction='100'" in str(await _scalar(url, index))
+    assert "ef_construction='100'" in str(await _scalar(url, VECTOR_INDEX_DEF))
     await _downgrade(url, "0004")
-    assert "ef_construction='40'" in str(await _scalar(url, index))
+    assert "ef_construction='40'" in str(await _scalar(url, VECTOR_INDEX_DEF))
     assert await _indexed_neighbours(url) == 12
     await _upgrade(url, "0005")
-    assert "ef_construction='100'" in str(await _scalar(url, index))
+    assert "ef_construction='100'" in str(await _scalar(url, VECTOR_INDEX_DEF))
     assert await _indexed_neighbours(url) == 12

@@ -334,11 +334,12 @@ def keyword_sql(where: str, *, depth: int) -> str:
 # and 4.4 ms per search; halfvec m=16/ef_construction=40 took 155 ms, recall 0.956 at ef_search 200
 # (2.6 ms) and 0.971 at 300 (3.8 ms). Half the index size, faster inserts and searches, for
 # recall that a larger ef_search buys back (app/settings.py). Items keep full-precision vectors.
-# ef_construction 100 (migration 0005; sixth session, 100k, 200 queries, one process): 100 inserts
-# 443 -> 493 ms against 40, and ef_search 150 finds 0.965 unfiltered in 6.5 ms where 40 needed 300
-# for 0.972 in 14.2 ms; filtered, ef_search 200 gives 0.921 / 0.932 in ~19 ms where 40 needed 500
-# for 0.919 / 0.922 in ~26 ms. ef_construction 160: ef_search 100 gives 0.963 / 0.922 / 0.929 in
-# 5.0 / 14.4 / 15.4 ms, but 100 inserts take 711 ms.
+# ef_construction 100 (migration 0005; sixth session, 100k, 200 queries, one process): ef_search 150
+# finds 0.965 unfiltered in 6.5 ms where 40 needed 300 for 0.972 in 14.2 ms; filtered, ef_search 200
+# gives 0.921 / 0.932 in ~19 ms where 40 needed 500 for 0.919 / 0.922 in ~26 ms. What it costs is
+# graph upkeep: 100 inserts into the bulk-built graph 443 -> 493 ms, but in a graph grown by inserts
+# (the bench's 100k ingest, one indexer) 422 -> 270 items/s; two indexers (indexer.py) won back part
+# (295). ef_construction 160: ef_search 100 gives 0.963 / 0.922 / 0.929, but 100 inserts take 711 ms.
 HNSW_INDEX = "engram_embeddings_hnsw"
 HNSW_M = 16
 HNSW_EF_CONSTRUCTION = 100
