@@ -62,9 +62,14 @@ BACKLOG_LIMIT = Settings.model_fields["vector_backlog_limit"].default
 INDEXERS = Settings.model_fields["vector_indexers"].default
 
 
-async def connect(url: str) -> asyncpg.Connection:
-    """One connection set up as the engine sets up its pool's."""
-    return await asyncpg.connect(url, server_settings=ENGINE_SESSION)
+async def connect(url: str, *, parallel: bool = False) -> asyncpg.Connection:
+    """One connection set up as the engine sets up its pool's.
+
+    ``parallel`` lets PostgreSQL split a statement over both cores, for the untimed ground
+    truth: an exact scan at 100k took ~85 ms instead of ~140 (sixth session, same answers).
+    """
+    settings = {**ENGINE_SESSION, "max_parallel_workers_per_gather": "2"} if parallel else ENGINE_SESSION
+    return await asyncpg.connect(url, server_settings=settings)
 
 
 async def indexing_pool(url: str) -> asyncpg.Pool:
