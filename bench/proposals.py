@@ -1,4 +1,4 @@
-"""Statement shapes beside the engine's, measured on the raw-SQL database in the same run.
+"""Statement shapes beside the engine's, measured through the raw-SQL floor in the same run.
 
 Not used by the service: each is here so that its latency and what it changes
 in recall are measured beside what the engine runs.
