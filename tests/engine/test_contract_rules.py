@@ -429,6 +429,24 @@ async def test_explore_respects_the_filter(engine: Any, stored: list[str]) -> No
     assert page.total == 2
 
 
+async def test_explore_counts_an_item_once_per_value_however_often_it_holds_it(engine: Any) -> None:
+    await engine.store_many(
+        [learning("a", tags=["x", "y", "x"]), learning("b", tags=["x"]), learning("c"), learning("d", tags=["y"])]
+    )
+    page = await engine.explore(ExploreRequest(facet="tag", limit=10))
+    assert [(b.value, b.count) for b in page.buckets] == [("x", 2), ("y", 2)]
+    assert (page.total, page.missing, page.more_buckets) == (4, 1, 0)
+    only_x = await engine.explore(ExploreRequest(facet="tag", filter=Filter(tags_any=["x"]), limit=1))
+    assert [(b.value, b.count) for b in only_x.buckets] == [("x", 2)]
+    assert (only_x.total, only_x.missing, only_x.more_buckets) == (2, 0, 1)
+
+
+async def test_explore_over_nothing_admitted_is_empty(engine: Any, stored: list[str]) -> None:
+    for facet in ("tag", "kind", "namespace"):
+        page = await engine.explore(ExploreRequest(facet=facet, filter=Filter(tags_any=["nowhere"]), limit=10))
+        assert (page.buckets, page.total, page.missing, page.more_buckets) == ([], 0, 0, 0)
+
+
 async def test_explore_orders_ties_by_code_point(engine: Any) -> None:
     await engine.store_many([learning(f"t{n}", tags=[tag]) for n, tag in enumerate(["b", "B", "a", "_"])])
     page = await engine.explore(ExploreRequest(facet="tag", limit=10))

@@ -413,24 +413,42 @@ def get_sql(where: str) -> str:
 
 
 def explore_sql(facet: str, where: str) -> str:
-    """One aggregation: total, missing, distinct values and the top ``limit`` buckets (contract §6)."""
+    """Total, missing, distinct values and the top ``limit`` buckets (contract §6), in one pass over the items.
+
+    The tag facet first groups the admitted items by their tag list (3,213 lists among the bench's
+    100k items) and unnests each list once, counting a tag once per item however often the item
+    repeats it. Gathering the admitted items first (as before) read them twice and spilled them
+    to disk. At 100k (bench corpus, raw SQL, old and new interleaved, same answers, seventh
+    session): over everything, tag ~255 -> ~170 ms, kind ~130 -> ~20, namespace ~130 -> ~30,
+    source_id ~185 -> ~130; tag with a tag filter ~21 -> ~17. What is left of the tag facet is
+    reading each row's ``tags``, the tenth column (``SELECT count(*) ... WHERE cardinality(tags) > 0``
+    alone takes ~105 ms there).
+    """
     if facet == "tag":
-        admitted_cols, missing = "i.id, i.tags", "cardinality(a.tags) = 0"
-        source = "admitted s, LATERAL (SELECT DISTINCT unnest(s.tags) AS value) v"
-    else:
-        admitted_cols = f"i.id, {FACET_VALUE[facet]} AS value"
-        missing = "a.value IS NULL"
-        source = "admitted v"
-    return f"""
-        WITH admitted AS MATERIALIZED (SELECT {admitted_cols} FROM engram_items i WHERE {where}),
+        counted = f"""
+        lists AS (SELECT i.tags, count(*) AS n FROM engram_items i WHERE {where} GROUP BY i.tags),
+        admitted AS (
+            SELECT sum(n) AS total, sum(n) FILTER (WHERE cardinality(tags) = 0) AS missing FROM lists
+        ),
         counts AS (
-            SELECT v.value, count(*) AS n FROM {source} WHERE v.value IS NOT NULL GROUP BY v.value
-        )
+            SELECT v.value, sum(l.n) AS n
+            FROM lists l, LATERAL (SELECT DISTINCT unnest(l.tags) AS value) v
+            GROUP BY v.value
+        )"""
+    else:
+        counted = f"""
+        per_value AS (SELECT {FACET_VALUE[facet]} AS value, count(*) AS n FROM engram_items i WHERE {where} GROUP BY 1),
+        admitted AS (SELECT sum(n) AS total, sum(n) FILTER (WHERE value IS NULL) AS missing FROM per_value),
+        counts AS (SELECT value, n FROM per_value WHERE value IS NOT NULL)"""
+    return f"""
+        WITH {counted}
         SELECT
-            (SELECT count(*) FROM admitted) AS total,
-            (SELECT count(*) FROM admitted a WHERE {missing}) AS missing,
+            CAST(coalesce(a.total, 0) AS bigint) AS total,
+            CAST(coalesce(a.missing, 0) AS bigint) AS missing,
             (SELECT count(*) FROM counts) AS distinct_values,
             (SELECT coalesce(json_agg(json_build_object('value', t.value, 'count', t.n)
                                         ORDER BY t.n DESC, t.value COLLATE "C"), '[]')
-             FROM (SELECT value, n FROM counts ORDER BY n DESC, value COLLATE "C" LIMIT :limit) t) AS buckets
+             FROM (SELECT value, CAST(n AS bigint) AS n FROM counts
+                   ORDER BY n DESC, value COLLATE "C" LIMIT :limit) t) AS buckets
+        FROM admitted a
     """
