@@ -37,7 +37,6 @@ from app.engine.postgres.statements import (
     keyword_params,
     keyword_sql,
     list_sql,
-    nearest_sql,
     positional,
     search_breadth_sql,
     vector_sql,
@@ -62,14 +61,9 @@ BACKLOG_LIMIT = Settings.model_fields["vector_backlog_limit"].default
 INDEXERS = Settings.model_fields["vector_indexers"].default
 
 
-async def connect(url: str, *, parallel: bool = False) -> asyncpg.Connection:
-    """One connection set up as the engine sets up its pool's.
-
-    ``parallel`` lets PostgreSQL split a statement over both cores, for the untimed ground
-    truth: an exact scan at 100k took ~85 ms instead of ~140 (sixth session, same answers).
-    """
-    settings = {**ENGINE_SESSION, "max_parallel_workers_per_gather": "2"} if parallel else ENGINE_SESSION
-    return await asyncpg.connect(url, server_settings=settings)
+async def connect(url: str) -> asyncpg.Connection:
+    """One connection set up as the engine sets up its pool's."""
+    return await asyncpg.connect(url, server_settings=ENGINE_SESSION)
 
 
 async def indexing_pool(url: str) -> asyncpg.Pool:
@@ -260,15 +254,3 @@ class RawSql:
         pred = filter_predicate(Filter())
         (row,) = await self.run(explore_sql("tag", pred.sql()), {"limit": limit, **pred.params})
         return dict(row)
-
-    async def exact_neighbours(self, vector: list[float], request_filter: Filter, k: int = 10) -> list[str]:
-        """Ground truth: the engine's exact statement (a full, filtered scan at full precision)."""
-        pred = filter_predicate(request_filter)
-        sql = nearest_sql(pred.sql(), exact=True, dimension=self._embedder.dimension)
-        params = {"vec": vector_literal(vector), "model": self._embedder.name, "depth": k, **pred.params}
-        return [r["id"] for r in await self.run(sql, params)]
-
-    async def count(self, request_filter: Filter) -> int:
-        pred = filter_predicate(request_filter)
-        rows = await self.run(f"SELECT count(*) AS n FROM engram_items i WHERE {pred.sql()}", pred.params)
-        return int(rows[0]["n"])

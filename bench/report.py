@@ -259,7 +259,13 @@ def table_for(run: dict[str, Any], runs: list[dict[str, Any]]) -> list[str]:
     matches = quality["filter_matches"]
     lines += [
         "",
-        f"Exact scan (the ground truth) p50 {_ms(quality['exact_scan_ms'])} ms. Items a filter admits: tag filter "
+        "The ground truth ranks every admitted item's stored vector exactly (full precision, cosine, ties by seq"
+        + (
+            "; NumPy over all vectors read once, the admitted items by the engine's filter SQL"
+            if run.get("truth") == "numpy"
+            else "; the engine's exact SQL statement"
+        )
+        + f"), p50 {_ms(quality['exact_scan_ms'])} ms a query. Items a filter admits: tag filter "
         f"{matches['tag'].get('p50', 0):.0f} (median over tags), subtree {matches['subtree'].get('p50', 0):.0f} "
         "(median over subtrees). A short page is one with fewer than min(10, matching items) rows.",
         "",

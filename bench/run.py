@@ -32,6 +32,7 @@ from bench.proposals import measure_proposals
 from bench.rawsql import RawSql
 from bench.server import Database, embedded_postgres, engram_serve
 from bench.stats import Probe, measure, summary, timed
+from bench.truth import ExactNeighbours
 
 MODES = ("keyword", "vector", "hybrid")
 VARIANTS = ("none", "tag", "subtree")
@@ -274,12 +275,12 @@ def explore_reps(count: int) -> int:
 
 
 async def quality(
-    truth_db: RawSql,
+    truth_db: ExactNeighbours,
     embedder: WordLlamaEmbedder,
     queries: QuerySet,
     answers: dict[str, dict[str, list[list[str]]]],
 ) -> dict[str, Any]:
-    """recall@10 of each system's vector answers against an exact scan, and how often a page came back short."""
+    """recall@10 of each system's vector answers against the exact ranking, and how often a page came back short."""
     vectors = await embedder.embed(queries.questions)
     out: dict[str, Any] = {}
     matched: dict[str, int] = {}
@@ -289,7 +290,7 @@ async def quality(
         totals: list[int] = []
         for vector, tag, subtree in zip(vectors, queries.tags, queries.subtrees, strict=True):
             request_filter = Filter.model_validate(wire_filter(variant, tag, subtree))
-            elapsed, truth = await timed(lambda f=request_filter, v=vector: truth_db.exact_neighbours(v, f))
+            elapsed, truth = await timed(lambda f=request_filter, v=vector: truth_db.nearest(v, f))
             exact_ms.append(elapsed)
             truths.append(truth)
             key = f"{variant}:{tag if variant == 'tag' else subtree if variant == 'subtree' else ''}"
@@ -387,6 +388,7 @@ async def run_one(n: int, query_count: int, seed: int) -> tuple[dict[str, Any], 
     result["vector_backlog_limit"] = rawsql.BACKLOG_LIMIT
     result["vector_indexers"] = rawsql.INDEXERS
     result["raw_shares_database"] = True
+    result["truth"] = "numpy"
     result["started_at"] = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     session = {**rawsql.ENGINE_SESSION, "hnsw.ef_search (filtered, per statement)": str(rawsql.EF_SEARCH_FILTERED)}
     result["session_settings"] = {
@@ -408,7 +410,7 @@ async def run_one(n: int, query_count: int, seed: int) -> tuple[dict[str, Any], 
                     raw_conn = await rawsql.connect(urls["engram"])
                     raw_second = await rawsql.connect(urls["engram"])
                     raw_indexing = await rawsql.indexing_pool(urls["engram"])
-                    exact_conn = await rawsql.connect(urls["engram"], parallel=True)
+                    exact_conn = await rawsql.connect(urls["engram"])
                     try:
                         raw = RawSql(raw_conn, embedder, second=raw_second, indexing=raw_indexing)
                         async with open_store(urls["langgraph"], embedder) as langgraph:
@@ -442,8 +444,9 @@ async def run_one(n: int, query_count: int, seed: int) -> tuple[dict[str, Any], 
                             result[name]["fetch"] = latency[name]
                         embed_calls = [lambda q=q: embedder.embed([q]) for q in queries.questions]
                         result["embed_query_ms"], _ = await measure(embed_calls)
-                        say("quality: exact scans for recall@10")
-                        result["quality"] = await quality(RawSql(exact_conn, embedder), embedder, queries, answers)
+                        say("quality: exact rankings for recall@10")
+                        truth = await ExactNeighbours.load(exact_conn, embedder.name)
+                        result["quality"] = await quality(truth, embedder, queries, answers)
                         say("proposed statement shapes")
                         filters = {
                             v: [
