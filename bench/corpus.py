@@ -14,6 +14,7 @@ import random
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from itertools import accumulate
 from typing import Any
 
 from app.contract.items import ITEM_ADAPTER
@@ -115,16 +116,18 @@ class CorpusItem:
 class Generator:
     def __init__(self, seed: int) -> None:
         self._rng = random.Random(seed)
-        self._vocab_weights = _zipf_weights(len(VOCABULARY))
+        # Cumulative weights, summed once: ``choices`` given plain weights sums them on every call
+        # (a third of drawing the corpus), and draws the same from either.
+        self._vocab_cum_weights = list(accumulate(_zipf_weights(len(VOCABULARY))))
         spaces = namespace_tree()
         order = list(range(len(spaces)))
         random.Random(seed + 1).shuffle(order)
         self._spaces = [spaces[i] for i in order]
-        self._space_weights = _zipf_weights(len(spaces), 0.8)
-        self._tag_weights = _zipf_weights(len(TAGS), 1.0)
+        self._space_cum_weights = list(accumulate(_zipf_weights(len(spaces), 0.8)))
+        self._tag_cum_weights = list(accumulate(_zipf_weights(len(TAGS), 1.0)))
 
     def words(self, count: int) -> list[str]:
-        return self._rng.choices(VOCABULARY, weights=self._vocab_weights, k=count)
+        return self._rng.choices(VOCABULARY, cum_weights=self._vocab_cum_weights, k=count)
 
     def sentence(self, count: int) -> str:
         words = self.words(count)
@@ -137,7 +140,7 @@ class Generator:
         count = self._rng.choices([0, 1, 2, 3], weights=[15, 45, 30, 10])[0]
         chosen: list[str] = []
         while len(chosen) < count:
-            tag = self._rng.choices(TAGS, weights=self._tag_weights)[0]
+            tag = self._rng.choices(TAGS, cum_weights=self._tag_cum_weights)[0]
             if tag not in chosen:
                 chosen.append(tag)
         return chosen
@@ -145,7 +148,7 @@ class Generator:
     def item(self, index: int) -> dict[str, Any]:
         rng = self._rng
         total = rng.randint(10, 60)
-        namespace = rng.choices(self._spaces, weights=self._space_weights)[0]
+        namespace = rng.choices(self._spaces, cum_weights=self._space_cum_weights)[0]
         meta: dict[str, Any] = {}
         if namespace:
             meta["namespace"] = namespace
