@@ -242,7 +242,7 @@ def table_for(run: dict[str, Any], runs: list[dict[str, Any]]) -> list[str]:
     )
     lines += [
         "",
-        "### Quality of vector answers against an exact scan",
+        "### Quality of vector answers against the exact ranking",
         "",
         "| case | Engram recall@10 | rows / 10 | short pages | raw SQL recall@10 | LangGraph recall@10 | rows / 10 | "
         "short pages |",
