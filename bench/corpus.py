@@ -231,7 +231,7 @@ def build_corpus(n: int, seed: int = 7) -> list[CorpusItem]:
     """``n`` distinct items (a repeated fingerprint is drawn again), the same for the same seed.
 
     The items are drawn in order and validated on every core: validation (the service's models and
-    fingerprints) is most of the work: at 100k 41 s on one core, 28 s drawing beside two workers.
+    fingerprints) is most of the work: at 100k 41 s on one core, 23 s drawing beside two workers.
     """
     generator = Generator(seed)
     items: list[CorpusItem] = []
