@@ -46,7 +46,7 @@ class Proposals:
             "offset": 0,
             **pred.params,
         }
-        return [r["id"] for r in await self._raw.run(keyword_sql(pred.sql(), depth=11), params)][:10]
+        return [r["id"] for r in await self._raw.run(keyword_sql(pred.sql(), keywords, depth=11), params)][:10]
 
 
 def _recall(got: list[list[str]], truth: list[list[str]]) -> float | None:

@@ -283,9 +283,40 @@ async def keyword_page(
     pred = filter_predicate(request_filter or Filter())
     async with pg_engine.database.connect() as connection:
         rows = await connection.execute(
-            text(keyword_sql(pred.sql(), depth=limit)), {**params, **pred.params, "offset": 0}
+            text(keyword_sql(pred.sql(), keywords, depth=limit)), {**params, **pred.params, "offset": 0}
         )
         return [row.id for row in rows]
+
+
+async def test_keyword_score_is_the_idf_weighted_rank_summed_over_the_operands_an_item_holds(
+    pg_engine: PostgresEngine,
+) -> None:
+    """The score written out per operand sums what a subquery over ``terms`` sums: a phrase
+    counts only where its words stand together, an all-stop-word operand adds nothing."""
+    from app.engine.keywords import KeywordQuery
+    from app.engine.postgres.statements import _KEYWORD_TERMS, TERM_STATISTICS, TermStatistics, keyword_params
+
+    texts = [f"garden soil report {n}" for n in range(40)] + [
+        "soil garden, the report turned over twice: soil soil",
+        "the garden soil report names a quokka",
+        "quokka",
+    ]
+    for start in range(0, len(texts), 20):
+        await pg_engine.store_many([learning(t) for t in texts[start : start + 20]])
+    await analyse(pg_engine)
+    (stats,) = await pg_engine._rows(TERM_STATISTICS, {})
+    definition = f"""
+        WITH {_KEYWORD_TERMS}
+        SELECT i.id, (SELECT sum(t.idf * ts_rank(i.tsv, t.tq)) FROM terms t WHERE i.tsv @@ t.tq) AS score
+        FROM engram_items i
+    """
+    for query in ('quokka "garden soil" report soil', 'the quokka "garden soil" report soil'):
+        page = await pg_engine.fetch(FetchRequest(query=query, mode="keyword", limit=50))
+        assert len(page.hits) == len(texts)
+        params = keyword_params("english", KeywordQuery.parse(query), 50, TermStatistics.of(stats))
+        expected = {row["id"]: row["score"] for row in await pg_engine._rows(definition, params)}
+        assert {hit.id: hit.score for hit in page.hits} == expected
+        assert len(set(expected.values())) > 3
 
 
 async def test_keyword_budget_scores_the_rare_words_matches_and_still_fills_the_page(
