@@ -41,12 +41,19 @@ class Proposals:
             return []
         pred = filter_predicate(request_filter)
         params = {
-            **keyword_params("english", keywords, 11, await self._raw.term_statistics(), budget=EVERY_MATCH),
+            **keyword_params(
+                "english", keywords, 11, await self._raw.term_statistics(), budget=EVERY_MATCH, scored=EVERY_MATCH
+            ),
             "count": 11,
             "offset": 0,
             **pred.params,
         }
-        return [r["id"] for r in await self._raw.run(keyword_sql(pred.sql(), keywords, depth=11), params)][:10]
+        return [
+            r["id"]
+            for r in await self._raw.run(
+                keyword_sql(pred.sql(), keywords, depth=11, admits_all=pred.admits_all), params
+            )
+        ][:10]
 
 
 def _recall(got: list[list[str]], truth: list[list[str]]) -> float | None:

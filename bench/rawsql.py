@@ -201,7 +201,7 @@ class RawSql:
         count, offset = 11, 0  # limit 10 + the one row that says whether there is a next page
         base = {**pred.params, "offset": offset}
         if mode == "keyword":
-            return keyword_sql(pred.sql(), keywords, depth=offset + count), {
+            return keyword_sql(pred.sql(), keywords, depth=offset + count, admits_all=pred.admits_all), {
                 **base,
                 **keyword_params(self._cfg, keywords, offset + count, await self.term_statistics()),
                 "count": count,

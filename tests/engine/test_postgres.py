@@ -268,6 +268,7 @@ async def keyword_page(
     budget: int,
     middle: int | None = None,
     request_filter: Filter | None = None,
+    scored: int | None = None,
 ) -> list[str]:
     """The engine's keyword statement with a chosen budget (the default one covers a small test table)."""
     from app.engine.keywords import KeywordQuery
@@ -277,13 +278,16 @@ async def keyword_page(
     (stats,) = await pg_engine._rows(TERM_STATISTICS, {})
     statistics = TermStatistics.of(stats)
     params = {
-        **keyword_params("english", keywords, limit, statistics, budget=budget, middle=middle or budget),
+        **keyword_params(
+            "english", keywords, limit, statistics, budget=budget, scored=scored or budget, middle=middle or budget
+        ),
         "count": limit,
     }
     pred = filter_predicate(request_filter or Filter())
     async with pg_engine.database.connect() as connection:
         rows = await connection.execute(
-            text(keyword_sql(pred.sql(), keywords, depth=limit)), {**params, **pred.params, "offset": 0}
+            text(keyword_sql(pred.sql(), keywords, depth=limit, admits_all=pred.admits_all)),
+            {**params, **pred.params, "offset": 0},
         )
         return [row.id for row in rows]
 
@@ -336,6 +340,25 @@ async def test_keyword_budget_scores_the_rare_words_matches_and_still_fills_the_
     assert len(bounded) == len(unbounded) == 40
     assert set(bounded[:3]) == set(unbounded[:3]) == rare_ids
     assert len(set(bounded)) == 40
+
+
+async def test_keyword_scores_the_matches_holding_a_second_word_first_when_they_run_past_what_is_scored(
+    pg_engine: PostgresEngine,
+) -> None:
+    # "quokka" is the rare word; its 40 lone matches come first in the table, the 4 that also
+    # hold "garden" last. Scoring 20 of the 44 in table order would never see those 4.
+    lone = [learning(f"quokka sighting {n}") for n in range(40)]
+    both = [learning(f"quokka in the garden, visit {n}") for n in range(4)]
+    common = [learning(f"garden soil report {n}") for n in range(300)]
+    for batch in (lone, both, common[:100], common[100:200], common[200:]):
+        await pg_engine.store_many(batch)
+    await analyse(pg_engine)
+    both_ids = {i.validate().fingerprint() for i in both}
+    unbounded = await keyword_page(pg_engine, "quokka garden", limit=10, budget=2**31 - 1)
+    assert set(unbounded[:4]) == both_ids
+    # Only "quokka" within the budget; 20 of its matches scored, the pool topped up from "garden".
+    bounded = await keyword_page(pg_engine, "quokka garden", limit=10, budget=60, scored=20)
+    assert bounded[:4] == unbounded[:4]
 
 
 async def test_keyword_top_up_takes_the_middle_words_before_the_commonest(pg_engine: PostgresEngine) -> None:

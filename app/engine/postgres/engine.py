@@ -554,7 +554,10 @@ class PostgresEngine:
         self, keywords: KeywordQuery, pred: Predicate, offset: int, count: int
     ) -> list[Mapping[str, Any]]:
         params = {**await self._keyword_params(keywords, offset + count), "count": count, "offset": offset}
-        return await self._rows(keyword_sql(pred.sql(), keywords, depth=offset + count), {**params, **pred.params})
+        return await self._rows(
+            keyword_sql(pred.sql(), keywords, depth=offset + count, admits_all=pred.admits_all),
+            {**params, **pred.params},
+        )
 
     async def _vector(self, vector: list[float], request_filter: Filter, offset: int, count: int) -> list[Hit]:
         rows = await self._vector_rows(vector, filter_predicate(request_filter), offset, count)

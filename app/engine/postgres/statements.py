@@ -44,6 +44,14 @@ def positional(sql: str, params: Mapping[str, Any]) -> tuple[str, list[Any]]:
 # match, recall@10 0.90 unfiltered and 0.98 filtered; budgets 2,000 / 3,000 / 4,000 measured recall 0.80 / 0.88 / 0.93.
 KEYWORD_POOL = 300
 KEYWORD_BUDGET = 4_000
+# Without a filter, at most KEYWORD_SCORED of those matches are scored, those holding another
+# query operand too first (keyword_ctes). At 100k (raw SQL, 200 questions, best of two, eighth
+# session) unfiltered p50 / p95 / recall@10 against scoring every match: 16.1 / 24.3 ms / 0.897
+# for the first 4,000 in table order -> 13.0 / 16.5 / 0.901; scoring 1,000 / 2,000 / 3,000 that
+# way gave 11.5 / 14.5 / 0.872, 14.8 / 19.2 / 0.907 and 17.4 / 24.1 / 0.913. With a filter the
+# admitted matches are mostly fewer than the budget and the order cost more than it saved:
+# reading the other operands' posting lists took keyword/tag p50 11.3 -> 14.2 ms, same pages.
+KEYWORD_SCORED = 1_500
 # A query whose rarest terms match fewer than the pool (a selective filter) is topped up from
 # the terms up to KEYWORD_MIDDLE estimated rows first, and from the commonest only if still short:
 # a GIN bitmap costs its terms' posting lists. At 100k (200 questions twice, raw SQL, interleaved
@@ -156,6 +164,7 @@ def keyword_params(
     statistics: TermStatistics,
     *,
     budget: int = KEYWORD_BUDGET,
+    scored: int = KEYWORD_SCORED,
     middle: int = KEYWORD_MIDDLE,
 ) -> dict[str, object]:
     """The parameters of ``keyword_ctes`` for a page ending at ``depth``."""
@@ -169,6 +178,7 @@ def keyword_params(
         "words": keywords.operand_words(),
         "depth": depth,
         "budget": budget,
+        "scored": scored,
         "middle": max(budget, middle),
         # Never fewer than the pool, so a page is never short.
         "topup": max(budget, KEYWORD_POOL),
@@ -244,6 +254,10 @@ _KEYWORD_TERMS = """
         middle AS (
             SELECT CAST(string_agg('(' || tq::text || ')', ' | ') AS tsquery) AS q
             FROM ranked_terms WHERE NOT (running <= :budget OR k = 1) AND running <= :middle
+        ),
+        others AS (
+            SELECT CAST(string_agg('(' || tq::text || ')', ' | ') AS tsquery) AS q
+            FROM ranked_terms WHERE NOT (running <= :budget OR k = 1)
         )
 """
 
@@ -268,7 +282,28 @@ def _score(keywords: KeywordQuery) -> str:
     )
 
 
-def keyword_ctes(where: str, keywords: KeywordQuery, *, depth: int) -> str:
+def _held_first(keywords: KeywordQuery) -> str:
+    """The core of an unfiltered ranking: up to ``scored`` matches of the essential operands,
+    those that hold one of the other operands too before those that hold none.
+
+    An item holding a second query word outranks one holding only the first unless it
+    repeats it, so when the matches run past what is scored, these are the ones to keep;
+    the bitmap heap scan otherwise keeps the first in table order. Both bitmaps exclude by
+    index, so no row is read twice. Without another operand it is the essential matches.
+    """
+    score = _score(keywords)
+    return f"""
+            SELECT * FROM (
+                SELECT i.id, i.seq, {score} AS score FROM engram_items i, essential e, others o, weights w
+                WHERE o.q IS NOT NULL AND i.tsv @@ (e.q && o.q)
+                UNION ALL
+                SELECT i.id, i.seq, {score} AS score FROM engram_items i, essential e, others o, weights w
+                WHERE i.tsv @@ CASE WHEN o.q IS NULL THEN e.q ELSE e.q && !! o.q END
+            ) AS held
+            LIMIT :scored"""
+
+
+def keyword_ctes(where: str, keywords: KeywordQuery, *, depth: int, admits_all: bool) -> str:
     """CTEs ending in ``kw(id, seq, score, rank)``: matches best first, in one order whatever the page.
 
     Relevance is BM25-like: the sum, over the query operands an item holds, of the
@@ -281,18 +316,25 @@ def keyword_ctes(where: str, keywords: KeywordQuery, *, depth: int) -> str:
     filtered query is ranked over all its matches when they are few: first those of the
     operands up to ``middle`` estimated rows, then, only if still short, those of the
     commonest (whose posting lists make the costliest bitmap). At most three times the
-    budget rows are read and scored. The best KEYWORD_POOL lead every ranking; a page
-    ending past the pool continues with the other matches by ``ts_rank``, scaled below
-    the pool's lowest score, so cursors neither skip nor repeat.
-    Parameters: cfg, elems, freqs, items, tsq, operands, words, budget, middle, topup, pool, ranked
-    (see ``keyword_params``).
+    budget rows are read and scored. Without a filter (``admits_all``) the rarest operands'
+    matches often run past the budget, and which of them are scored decides the page: at
+    most ``scored`` are, those holding another operand too first (``_held_first``). The
+    best KEYWORD_POOL lead every ranking; a page ending past the pool continues with the
+    other matches by ``ts_rank``, scaled below the pool's lowest score, so cursors neither
+    skip nor repeat.
+    Parameters: cfg, elems, freqs, items, tsq, operands, words, budget, scored, middle, topup, pool,
+    ranked (see ``keyword_params``).
     """
-    pool = f"""{_KEYWORD_TERMS},
-        weights AS (SELECT array_agg(idf ORDER BY ord) AS idf, array_agg(tq ORDER BY ord) AS tq FROM terms),
-        core AS (
+    if admits_all:
+        core = _held_first(keywords)
+    else:
+        core = f"""
             SELECT i.id, i.seq, {_score(keywords)} AS score FROM engram_items i, essential e, weights w
             WHERE i.tsv @@ e.q AND {where}
-            LIMIT :budget
+            LIMIT :budget"""
+    pool = f"""{_KEYWORD_TERMS},
+        weights AS (SELECT array_agg(idf ORDER BY ord) AS idf, array_agg(tq ORDER BY ord) AS tq FROM terms),
+        core AS ({core}
         ),
         extra_middle AS (
             SELECT i.id, i.seq, {_score(keywords)} AS score FROM engram_items i, essential e, middle m, weights w
@@ -335,9 +377,9 @@ def keyword_ctes(where: str, keywords: KeywordQuery, *, depth: int) -> str:
     """
 
 
-def keyword_sql(where: str, keywords: KeywordQuery, *, depth: int) -> str:
+def keyword_sql(where: str, keywords: KeywordQuery, *, depth: int, admits_all: bool) -> str:
     return f"""
-        WITH {keyword_ctes(where, keywords, depth=depth)}
+        WITH {keyword_ctes(where, keywords, depth=depth, admits_all=admits_all)}
         SELECT {HIT_COLUMNS}, i.seq, page.score
         FROM (SELECT id, score, rank FROM kw ORDER BY rank LIMIT :count OFFSET :offset) AS page
         JOIN engram_items i ON i.id = page.id
