@@ -58,6 +58,10 @@ KEYWORD_SCORED = 1_500
 # with the two-level statement, fourth session): keyword p95 with a tag 18.6 -> 14.4 ms, with a
 # subtree 20.2 -> 17.7 ms, unfiltered 18.7 -> 16.5; every page the same as before (recall@10
 # against scoring every match 0.991 / 0.982 filtered); a middle of 12,000 measured 16.6 / 17.3 ms.
+# The commonest are then read through the filter, not the tsv index (eighth session, 100 questions
+# twice, same pages): with the rarest tag (1,915 items) p50 / p95 11.3 / 26.2 -> 10.1 / 17.0 ms,
+# under the smallest namespace subtree (649) 13.6 / 25.0 -> 9.8 / 13.7; the bench's filters within
+# noise (their middle words mostly fill the pool).
 KEYWORD_MIDDLE = 20_000
 HIT_COLUMNS = "i.id, i.kind, i.text, i.meta, i.confidence"
 
@@ -255,6 +259,10 @@ _KEYWORD_TERMS = """
             SELECT CAST(string_agg('(' || tq::text || ')', ' | ') AS tsquery) AS q
             FROM ranked_terms WHERE NOT (running <= :budget OR k = 1) AND running <= :middle
         ),
+        commonest AS (
+            SELECT CAST(string_agg('(' || tq::text || ')', ' | ') AS tsquery) AS q
+            FROM ranked_terms WHERE NOT (running <= :budget OR k = 1) AND running > :middle
+        ),
         others AS (
             SELECT CAST(string_agg('(' || tq::text || ')', ' | ') AS tsquery) AS q
             FROM ranked_terms WHERE NOT (running <= :budget OR k = 1)
@@ -315,7 +323,10 @@ def keyword_ctes(where: str, keywords: KeywordQuery, *, depth: int, admits_all: 
     say), up to ``budget`` other matches are scored too, so a page is never short and a
     filtered query is ranked over all its matches when they are few: first those of the
     operands up to ``middle`` estimated rows, then, only if still short, those of the
-    commonest (whose posting lists make the costliest bitmap). At most three times the
+    commonest, read through the filter's own index or the table, never a bitmap of their
+    posting lists (``IS TRUE`` keeps ``@@`` from being an index condition): ORing them in
+    the tsv index took ~20 ms at 100k for a few thousand admitted items, and a filter that
+    leaves the pool short is a narrow one (see KEYWORD_MIDDLE). At most three times the
     budget rows are read and scored. Without a filter (``admits_all``) the rarest operands'
     matches often run past the budget, and which of them are scored decides the page: at
     most ``scored`` are, those holding another operand too first (``_held_first``). The
@@ -343,9 +354,10 @@ def keyword_ctes(where: str, keywords: KeywordQuery, *, depth: int, admits_all: 
         ),
         extra AS (
             SELECT i.id, i.seq, {_score(keywords)} AS score
-            FROM engram_items i, essential e, middle m, weights w, {_QUERY} AS wq
+            FROM engram_items i, essential e, middle m, commonest c, weights w
             WHERE (SELECT count(*) FROM core) + (SELECT count(*) FROM extra_middle) < :pool
-              AND i.tsv @@ wq AND NOT (i.tsv @@ e.q) AND NOT coalesce(i.tsv @@ m.q, false) AND {where}
+              AND c.q IS NOT NULL AND (i.tsv @@ c.q) IS TRUE
+              AND NOT (i.tsv @@ e.q) AND NOT coalesce(i.tsv @@ m.q, false) AND {where}
             LIMIT :topup
         ),
         pool AS (
