@@ -361,6 +361,24 @@ async def test_keyword_scores_the_matches_holding_a_second_word_first_when_they_
     assert bounded[:4] == unbounded[:4]
 
 
+async def test_keyword_scores_the_matches_holding_two_rare_words_before_those_holding_one(
+    pg_engine: PostgresEngine,
+) -> None:
+    # "quokka" and "wombat" are both rare; 40 items hold one of them and the common "garden"
+    # (first in the table), 3 hold both rare words and no other (last).
+    one = [learning(f"{animal} in the garden, visit {n}") for n in range(20) for animal in ("quokka", "wombat")]
+    two = [learning(f"quokka meets wombat {n}") for n in range(3)]
+    common = [learning(f"garden soil report {n}") for n in range(300)]
+    for batch in (one, two, common[:100], common[100:200], common[200:]):
+        await pg_engine.store_many(batch)
+    await analyse(pg_engine)
+    two_ids = {i.validate().fingerprint() for i in two}
+    unbounded = await keyword_page(pg_engine, "quokka wombat garden", limit=10, budget=2**31 - 1)
+    assert set(unbounded[:3]) == two_ids
+    bounded = await keyword_page(pg_engine, "quokka wombat garden", limit=10, budget=60, scored=20)
+    assert bounded[:3] == unbounded[:3]
+
+
 async def test_keyword_top_up_takes_the_middle_words_before_the_commonest(pg_engine: PostgresEngine) -> None:
     rare = [learning(f"quokka garden report {n}", tags=["few"]) for n in range(3)]
     middle = [learning(f"garden entry {n}", tags=["few"] if n < 5 else []) for n in range(400)]

@@ -44,13 +44,15 @@ def positional(sql: str, params: Mapping[str, Any]) -> tuple[str, list[Any]]:
 # match, recall@10 0.90 unfiltered and 0.98 filtered; budgets 2,000 / 3,000 / 4,000 measured recall 0.80 / 0.88 / 0.93.
 KEYWORD_POOL = 300
 KEYWORD_BUDGET = 4_000
-# Without a filter, at most KEYWORD_SCORED of those matches are scored, those holding another
-# query operand too first (keyword_ctes). At 100k (raw SQL, 200 questions, best of two, eighth
+# Without a filter, at most KEYWORD_SCORED of those matches are scored, those holding more of the
+# query's operands first (_CORE_HELD_FIRST). At 100k (raw SQL, 200 questions, best of two, eighth
 # session) unfiltered p50 / p95 / recall@10 against scoring every match: 16.1 / 24.3 ms / 0.897
 # for the first 4,000 in table order -> 13.0 / 16.5 / 0.901; scoring 1,000 / 2,000 / 3,000 that
-# way gave 11.5 / 14.5 / 0.872, 14.8 / 19.2 / 0.907 and 17.4 / 24.1 / 0.913. With a filter the
-# admitted matches are mostly fewer than the budget and the order cost more than it saved:
-# reading the other operands' posting lists took keyword/tag p50 11.3 -> 14.2 ms, same pages.
+# way gave 11.5 / 14.5 / 0.872, 14.8 / 19.2 / 0.907 and 17.4 / 24.1 / 0.913. At 10k (the first
+# 10,000 of those items) the pairs of essential operands are what keeps recall: 1.000 before and
+# with them (p50 / p95 11.8 / 22.1 -> 10.9 / 18.3 ms), 0.848 with only "holds another operand".
+# With a filter the admitted matches are mostly fewer than the budget and the order cost more
+# than it saved: reading the other operands' posting lists took keyword/tag p50 11.3 -> 14.2 ms.
 KEYWORD_SCORED = 1_500
 # A query whose rarest terms match fewer than the pool (a selective filter) is topped up from
 # the terms up to KEYWORD_MIDDLE estimated rows first, and from the commonest only if still short:
@@ -268,10 +270,6 @@ _KEYWORD_TERMS = """
         commonest AS (
             SELECT CAST(string_agg('(' || tq::text || ')', ' | ') AS tsquery) AS q
             FROM ranked_terms WHERE NOT (running <= :budget OR k = 1) AND running > :middle
-        ),
-        others AS (
-            SELECT CAST(string_agg('(' || tq::text || ')', ' | ') AS tsquery) AS q
-            FROM ranked_terms WHERE NOT (running <= :budget OR k = 1)
         )
 """
 
@@ -298,21 +296,49 @@ def _score(keywords: KeywordQuery) -> str:
     )
 
 
-# The core of an unfiltered ranking: up to ``scored`` matches of the essential operands, those
-# that hold one of the other operands too before those that hold none. An item holding a second
-# query word outranks one holding only the first unless it repeats it, so when the matches run
-# past what is scored these are the ones to keep; the bitmap heap scan otherwise keeps the first
-# in table order. Both bitmaps exclude by index, so no row is read twice. Without another operand
-# it is the essential matches.
-_HELD_FIRST = """
+# The core of an unfiltered ranking: up to ``scored`` matches of the essential operands, best
+# placed first: those holding two essential operands, then one and another operand, then the
+# rest. An item holding more of the query's words outranks one holding fewer unless it repeats
+# them, so when the matches run past what is scored these are the ones to keep; the bitmap heap
+# scan otherwise keeps the first in table order. The pairs read only the essential operands'
+# posting lists; each tier's bitmap excludes the tiers before it, so no row is read twice.
+_CORE_HELD_FIRST = """
+        pairs AS (
+            SELECT CAST(string_agg('(' || a.tq::text || ') & (' || b.tq::text || ')', ' | ') AS tsquery) AS q
+            FROM ranked_terms a JOIN ranked_terms b ON a.k < b.k
+            WHERE (a.running <= :budget OR a.k = 1) AND (b.running <= :budget OR b.k = 1)
+        ),
+        others AS (
+            SELECT CAST(string_agg('(' || tq::text || ')', ' | ') AS tsquery) AS q
+            FROM ranked_terms WHERE NOT (running <= :budget OR k = 1)
+        ),
+        core AS (
             SELECT * FROM (
-                SELECT i.id, i.seq, i.tsv FROM engram_items i, essential e, others o
-                WHERE o.q IS NOT NULL AND i.tsv @@ (e.q && o.q)
+                SELECT i.id, i.seq, i.tsv FROM engram_items i, pairs p
+                WHERE p.q IS NOT NULL AND i.tsv @@ p.q
                 UNION ALL
-                SELECT i.id, i.seq, i.tsv FROM engram_items i, essential e, others o
-                WHERE i.tsv @@ CASE WHEN o.q IS NULL THEN e.q ELSE e.q && !! o.q END
+                SELECT i.id, i.seq, i.tsv FROM engram_items i, essential e, others o, pairs p
+                WHERE o.q IS NOT NULL
+                  AND i.tsv @@ CASE WHEN p.q IS NULL THEN e.q && o.q ELSE e.q && o.q && !! p.q END
+                UNION ALL
+                SELECT i.id, i.seq, i.tsv FROM engram_items i, essential e, others o, pairs p
+                WHERE i.tsv @@ CASE WHEN o.q IS NULL AND p.q IS NULL THEN e.q
+                                    WHEN o.q IS NULL THEN e.q && !! p.q
+                                    WHEN p.q IS NULL THEN e.q && !! o.q
+                                    ELSE e.q && !! (o.q || p.q) END
             ) AS held
-            LIMIT :scored"""
+            LIMIT :scored
+        )"""
+
+
+def _core_in_table_order(where: str) -> str:
+    """The core of a filtered ranking: the admitted matches of the essential operands, up to ``budget``."""
+    return f"""
+        core AS (
+            SELECT i.id, i.seq, i.tsv FROM engram_items i, essential e
+            WHERE i.tsv @@ e.q AND {where}
+            LIMIT :budget
+        )"""
 
 
 def keyword_ctes(where: str, keywords: KeywordQuery, *, depth: int, admits_all: bool) -> str:
@@ -333,24 +359,16 @@ def keyword_ctes(where: str, keywords: KeywordQuery, *, depth: int, admits_all: 
     leaves the pool short is a narrow one (see KEYWORD_MIDDLE). At most three times the
     budget rows are read and scored. Without a filter (``admits_all``) the rarest operands'
     matches often run past the budget, and which of them are scored decides the page: at
-    most ``scored`` are, those holding another operand too first (``_HELD_FIRST``). The
+    most ``scored`` are, those holding more of the operands first (``_CORE_HELD_FIRST``). The
     best KEYWORD_POOL lead every ranking; a page ending past the pool continues with the
     other matches by ``ts_rank``, scaled below the pool's lowest score, so cursors neither
     skip nor repeat.
     Parameters: cfg, elems, freqs, items, tsq, operands, words, budget, scored, middle, topup, pool,
     ranked (see ``keyword_params``).
     """
-    if admits_all:
-        core = _HELD_FIRST
-    else:
-        core = f"""
-            SELECT i.id, i.seq, i.tsv FROM engram_items i, essential e
-            WHERE i.tsv @@ e.q AND {where}
-            LIMIT :budget"""
+    core = _CORE_HELD_FIRST if admits_all else _core_in_table_order(where)
     pool = f"""{_KEYWORD_TERMS},
-        weights AS (SELECT array_agg(idf ORDER BY ord) AS idf, array_agg(tq ORDER BY ord) AS tq FROM terms),
-        core AS ({core}
-        ),
+        weights AS (SELECT array_agg(idf ORDER BY ord) AS idf, array_agg(tq ORDER BY ord) AS tq FROM terms),{core},
         extra_middle AS (
             SELECT i.id, i.seq, i.tsv FROM engram_items i, essential e, middle m
             WHERE (SELECT count(*) FROM core) < :pool AND i.tsv @@ m.q AND NOT (i.tsv @@ e.q) AND {where}
