@@ -4,7 +4,7 @@ Not used by the service: each is here so that its latency and what it changes
 in recall are measured beside what the engine runs.
 
 * keyword, every match scored: the engine's keyword statement with no budget
-  (``KEYWORD_BUDGET`` unbounded), so every match is scored. Not a proposal but
+  (``KEYWORD_BUDGET`` and ``KEYWORD_SCORED`` unbounded), so every match is scored. Not a proposal but
   the ranking the engine's bounded one approximates: its latency is what the
   budget saves and the engine's recall@10 against it is what the budget costs.
 
@@ -23,7 +23,7 @@ from typing import Any
 from app.contract.meta import Filter
 from app.engine.keywords import KeywordQuery
 from app.engine.postgres.filters import filter_predicate
-from app.engine.postgres.statements import KEYWORD_BUDGET, keyword_params, keyword_sql
+from app.engine.postgres.statements import KEYWORD_BUDGET, KEYWORD_SCORED, keyword_params, keyword_sql
 from bench.corpus import QuerySet
 from bench.rawsql import RawSql
 from bench.stats import summary
@@ -73,7 +73,7 @@ async def measure_proposals(
     bounded statement) against every match scored.
     """
     proposals = Proposals(raw)
-    out: dict[str, Any] = {"keyword_budget": KEYWORD_BUDGET}
+    out: dict[str, Any] = {"keyword_budget": KEYWORD_BUDGET, "keyword_scored": KEYWORD_SCORED}
     for variant, variant_filters in filters.items():
         samples, answers = [], []
         for question, request_filter in zip(queries.questions, variant_filters, strict=True):

@@ -104,8 +104,14 @@ def proposal_lines(run: dict[str, Any]) -> list[str]:
         "### Statement shapes beside the engine's (raw SQL, not in the service)",
         "",
         "Keyword, every match scored: the engine's keyword statement without its budget (the engine scores only "
-        f"the matches of the query's rarest words, up to {proposals['keyword_budget']:,} estimated rows); its "
-        "recall@10 column is the engine's recall against it."
+        f"the matches of the query's rarest words, up to {proposals['keyword_budget']:,} estimated rows"
+        + (
+            f", and without a filter at most {proposals['keyword_scored']:,} of them, those holding more of the "
+            "query's words first"
+            if "keyword_scored" in proposals
+            else ""
+        )
+        + "); its recall@10 column is the engine's recall against it."
         + (
             f" Vector, selective filters exact: under {proposals['exact_below']} admitted items, distances through "
             "the embeddings' primary key (recall against an exact scan; `exact path` counts the queries that took it)."
