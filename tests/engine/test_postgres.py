@@ -379,6 +379,15 @@ async def test_keyword_scores_the_matches_holding_two_rare_words_before_those_ho
     assert bounded[:3] == unbounded[:3]
 
 
+async def test_keyword_query_of_stop_words_only_matches_nothing(pg_engine: PostgresEngine) -> None:
+    await pg_engine.store_many([learning(f"the garden of the house {n}") for n in range(30)])
+    await analyse(pg_engine)
+    for query in ("the of and", '"of the"', "the garden"):
+        for request_filter in (Filter(), Filter(kinds=["learning"])):
+            page = await pg_engine.fetch(FetchRequest(query=query, mode="keyword", limit=5, filter=request_filter))
+            assert len(page.hits) == (5 if "garden" in query else 0), (query, request_filter)
+
+
 async def test_keyword_top_up_takes_the_middle_words_before_the_commonest(pg_engine: PostgresEngine) -> None:
     rare = [learning(f"quokka garden report {n}", tags=["few"]) for n in range(3)]
     middle = [learning(f"garden entry {n}", tags=["few"] if n < 5 else []) for n in range(400)]
