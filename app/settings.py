@@ -9,6 +9,7 @@ from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from app.contract.limits import Limits
+from app.engine.postgres.statements import HNSW_EF_SEARCH, HNSW_EF_SEARCH_FILTERED
 
 
 def _default_data_dir() -> Path:
@@ -48,8 +49,8 @@ class Settings(BaseSettings):
     # ef 100 0.950 (4.3 ms), 150 0.965 (6.5 ms), 200 0.977 (7.2 ms); filtered ef 150 0.915 / 0.926 (~16 ms),
     # 200 0.921 / 0.932 (~19 ms), 300 0.931 / 0.942 (~17 ms). So 150 unfiltered and 200 filtered, with the
     # same margins as before at about half the unfiltered cost.
-    hnsw_ef_search: int = 150
-    hnsw_ef_search_filtered: int = 200
+    hnsw_ef_search: int = HNSW_EF_SEARCH
+    hnsw_ef_search_filtered: int = HNSW_EF_SEARCH_FILTERED
     # relaxed_order, strict_order or off: how a filtered vector search keeps walking the index.
     hnsw_iterative_scan: str = "relaxed_order"
     # Vectors are indexed after their write is acknowledged (app/engine/postgres/indexer.py) and searched

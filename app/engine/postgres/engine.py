@@ -58,6 +58,8 @@ from app.engine.postgres.indexer import VectorIndexer, backlog_size, index_every
 from app.engine.postgres.schema import async_url, ensure_current
 from app.engine.postgres.statements import (
     HELD_IDS,
+    HNSW_EF_SEARCH,
+    HNSW_EF_SEARCH_FILTERED,
     INSERT_ITEMS,
     LOCK_IDS,
     QUEUE_VECTORS,
@@ -262,8 +264,8 @@ class PostgresEngine:
         pool_overflow: int = 10,
         connect_timeout_s: float = 5.0,
         statement_timeout_ms: int = 15_000,
-        ef_search: int = 200,
-        ef_search_filtered: int | None = None,
+        ef_search: int = HNSW_EF_SEARCH,
+        ef_search_filtered: int | None = HNSW_EF_SEARCH_FILTERED,
         iterative_scan: str = "relaxed_order",
         backlog_limit: int = 500,
         background_indexing: bool = True,

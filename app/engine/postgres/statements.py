@@ -436,6 +436,10 @@ def keyword_sql(where: str, keywords: KeywordQuery, *, depth: int, admits_all: b
 HNSW_INDEX = "engram_embeddings_hnsw"
 HNSW_M = 16
 HNSW_EF_CONSTRUCTION = 100
+# How far a search walks the graph, unfiltered and filtered: the defaults of the engine and of
+# the service's settings (measured where the setting is, app/settings.py).
+HNSW_EF_SEARCH = 150
+HNSW_EF_SEARCH_FILTERED = 200
 
 
 def hnsw_index_sql(dimension: int) -> str:
