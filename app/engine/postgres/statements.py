@@ -258,20 +258,23 @@ _KEYWORD_TERMS = """
             WHERE numnode(o.tq) > 0
         ),
         ranked_terms AS (
-            SELECT tq, sum(df) OVER (ORDER BY df, ord) AS running, row_number() OVER (ORDER BY df, ord) AS k
-            FROM terms
+            SELECT tq, k, running, running <= :budget OR k = 1 AS is_essential
+            FROM (
+                SELECT tq, sum(df) OVER (ORDER BY df, ord) AS running, row_number() OVER (ORDER BY df, ord) AS k
+                FROM terms
+            ) AS r
         ),
         essential AS (
             SELECT CAST(string_agg('(' || tq::text || ')', ' | ') AS tsquery) AS q
-            FROM ranked_terms WHERE running <= :budget OR k = 1
+            FROM ranked_terms WHERE is_essential
         ),
         middle AS (
             SELECT CAST(string_agg('(' || tq::text || ')', ' | ') AS tsquery) AS q
-            FROM ranked_terms WHERE NOT (running <= :budget OR k = 1) AND running <= :middle
+            FROM ranked_terms WHERE NOT is_essential AND running <= :middle
         ),
         commonest AS (
             SELECT CAST(string_agg('(' || tq::text || ')', ' | ') AS tsquery) AS q
-            FROM ranked_terms WHERE NOT (running <= :budget OR k = 1) AND running > :middle
+            FROM ranked_terms WHERE NOT is_essential AND running > :middle
         )
 """
 
@@ -308,11 +311,11 @@ _CORE_HELD_FIRST = """
         pairs AS (
             SELECT CAST(string_agg('(' || a.tq::text || ') & (' || b.tq::text || ')', ' | ') AS tsquery) AS q
             FROM ranked_terms a JOIN ranked_terms b ON a.k < b.k
-            WHERE (a.running <= :budget OR a.k = 1) AND (b.running <= :budget OR b.k = 1)
+            WHERE a.is_essential AND b.is_essential
         ),
         others AS (
             SELECT CAST(string_agg('(' || tq::text || ')', ' | ') AS tsquery) AS q
-            FROM ranked_terms WHERE NOT (running <= :budget OR k = 1)
+            FROM ranked_terms WHERE NOT is_essential
         ),
         core AS (
             SELECT * FROM (
