@@ -248,14 +248,23 @@ async def analyse(pg_engine: PostgresEngine) -> None:
     pg_engine.forget_term_statistics()
 
 
+# A keyword budget no estimate reaches: every match is scored.
+EVERY_MATCH = 2**31 - 1
+
+
+async def stored_in_table_order(pg_engine: PostgresEngine, *groups: list[StoredItem]) -> None:
+    """Each group stored after the one before it, in batches of 100, then the statistics gathered."""
+    for group in groups:
+        for start in range(0, len(group), 100):
+            await pg_engine.store_many(group[start : start + 100])
+    await analyse(pg_engine)
+
+
 async def test_keyword_ranking_weighs_a_rare_word_above_common_ones(pg_engine: PostgresEngine) -> None:
     common = [learning(f"deploy notes for the service, entry {n}") for n in range(400)]
     rare = learning("the zeppelin checklist")
     crowded = learning("deploy notes for the service and deploy notes again")
-    for start in range(0, len(common), 100):
-        await pg_engine.store_many(common[start : start + 100])
-    await pg_engine.store_many([rare, crowded])
-    await analyse(pg_engine)
+    await stored_in_table_order(pg_engine, common, [rare, crowded])
     page = await pg_engine.fetch(FetchRequest(query="deploy notes service zeppelin", mode="keyword", limit=3))
     assert page.hits[0].id == rare.validate().fingerprint()
     assert page.hits[1].id == crowded.validate().fingerprint()
@@ -305,9 +314,7 @@ async def test_keyword_score_is_the_idf_weighted_rank_summed_over_the_operands_a
         "the garden soil report names a quokka",
         "quokka",
     ]
-    for start in range(0, len(texts), 20):
-        await pg_engine.store_many([learning(t) for t in texts[start : start + 20]])
-    await analyse(pg_engine)
+    await stored_in_table_order(pg_engine, [learning(t) for t in texts])
     (stats,) = await pg_engine._rows(TERM_STATISTICS, {})
     definition = f"""
         WITH {_KEYWORD_TERMS}
@@ -328,15 +335,12 @@ async def test_keyword_budget_scores_the_rare_words_matches_and_still_fills_the_
 ) -> None:
     common = [learning(f"garden soil report {n}") for n in range(300)]
     rare = [learning(f"garden quokka sighting {n}") for n in range(3)]
-    for start in range(0, len(common), 100):
-        await pg_engine.store_many(common[start : start + 100])
-    await pg_engine.store_many(rare)
-    await analyse(pg_engine)
+    await stored_in_table_order(pg_engine, common, rare)
     rare_ids = {i.validate().fingerprint() for i in rare}
     # A budget below the common word's frequency: only "quokka" matches are scored,
     # and the page is topped up from the other matches.
     bounded = await keyword_page(pg_engine, "garden quokka", limit=40, budget=10)
-    unbounded = await keyword_page(pg_engine, "garden quokka", limit=40, budget=2**31 - 1)
+    unbounded = await keyword_page(pg_engine, "garden quokka", limit=40, budget=EVERY_MATCH)
     assert len(bounded) == len(unbounded) == 40
     assert set(bounded[:3]) == set(unbounded[:3]) == rare_ids
     assert len(set(bounded)) == 40
@@ -350,11 +354,9 @@ async def test_keyword_scores_the_matches_holding_a_second_word_first_when_they_
     lone = [learning(f"quokka sighting {n}") for n in range(40)]
     both = [learning(f"quokka in the garden, visit {n}") for n in range(4)]
     common = [learning(f"garden soil report {n}") for n in range(300)]
-    for batch in (lone, both, common[:100], common[100:200], common[200:]):
-        await pg_engine.store_many(batch)
-    await analyse(pg_engine)
+    await stored_in_table_order(pg_engine, lone, both, common)
     both_ids = {i.validate().fingerprint() for i in both}
-    unbounded = await keyword_page(pg_engine, "quokka garden", limit=10, budget=2**31 - 1)
+    unbounded = await keyword_page(pg_engine, "quokka garden", limit=10, budget=EVERY_MATCH)
     assert set(unbounded[:4]) == both_ids
     # Only "quokka" within the budget; 20 of its matches scored, the pool topped up from "garden".
     bounded = await keyword_page(pg_engine, "quokka garden", limit=10, budget=60, scored=20)
@@ -369,11 +371,9 @@ async def test_keyword_scores_the_matches_holding_two_rare_words_before_those_ho
     one = [learning(f"{animal} in the garden, visit {n}") for n in range(20) for animal in ("quokka", "wombat")]
     two = [learning(f"quokka meets wombat {n}") for n in range(3)]
     common = [learning(f"garden soil report {n}") for n in range(300)]
-    for batch in (one, two, common[:100], common[100:200], common[200:]):
-        await pg_engine.store_many(batch)
-    await analyse(pg_engine)
+    await stored_in_table_order(pg_engine, one, two, common)
     two_ids = {i.validate().fingerprint() for i in two}
-    unbounded = await keyword_page(pg_engine, "quokka wombat garden", limit=10, budget=2**31 - 1)
+    unbounded = await keyword_page(pg_engine, "quokka wombat garden", limit=10, budget=EVERY_MATCH)
     assert set(unbounded[:3]) == two_ids
     bounded = await keyword_page(pg_engine, "quokka wombat garden", limit=10, budget=60, scored=20)
     assert bounded[:3] == unbounded[:3]
@@ -393,11 +393,9 @@ async def test_keyword_top_up_takes_the_middle_words_before_the_commonest(pg_eng
     middle = [learning(f"garden entry {n}", tags=["few"] if n < 5 else []) for n in range(400)]
     common = [learning(f"report line {n}", tags=["few"] if n < 100 else []) for n in range(800)]
     everything = rare + middle + common
-    for start in range(0, len(everything), 100):
-        await pg_engine.store_many(everything[start : start + 100])
-    await analyse(pg_engine)
+    await stored_in_table_order(pg_engine, everything)
     rare_ids = {i.validate().fingerprint() for i in rare}
-    query, unbounded = "quokka garden report", 2**31 - 1
+    query, unbounded = "quokka garden report", EVERY_MATCH
     # Only "quokka" within the budget, "garden" within the middle: the middle words' 400
     # matches fill the pool, and the page is the one scoring every match gives.
     bounded = await keyword_page(pg_engine, query, limit=40, budget=10, middle=1_000)
