@@ -23,7 +23,13 @@ from typing import Any
 from app.contract.meta import Filter
 from app.engine.keywords import KeywordQuery
 from app.engine.postgres.filters import filter_predicate
-from app.engine.postgres.statements import KEYWORD_BUDGET, KEYWORD_SCORED, keyword_params, keyword_sql
+from app.engine.postgres.statements import (
+    KEYWORD_BUDGET,
+    KEYWORD_SCORED,
+    keyword_params,
+    keyword_sql,
+    local_settings_sql,
+)
 from bench.corpus import QuerySet
 from bench.rawsql import RawSql
 from bench.stats import summary
@@ -51,7 +57,9 @@ class Proposals:
         return [
             r["id"]
             for r in await self._raw.run(
-                keyword_sql(pred.sql(), keywords, depth=11, admits_all=pred.admits_all), params
+                keyword_sql(pred.sql(), keywords, depth=11, admits_all=pred.admits_all),
+                params,
+                settings=local_settings_sql(generic_plan=pred.admits_all),
             )
         ][:10]
 

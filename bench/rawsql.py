@@ -37,8 +37,8 @@ from app.engine.postgres.statements import (
     keyword_params,
     keyword_sql,
     list_sql,
+    local_settings_sql,
     positional,
-    search_breadth_sql,
     vector_sql,
 )
 from app.settings import Settings
@@ -112,7 +112,7 @@ class RawSql:
         sql: str,
         params: dict[str, Any],
         *,
-        ef_search: int | None = None,
+        settings: str | None = None,
         on: asyncpg.Connection | None = None,
     ) -> list[asyncpg.Record]:
         connection = on or self._db
@@ -121,17 +121,17 @@ class RawSql:
         if statement is None:
             statement = await connection.prepare(converted)
             self._prepared[(id(connection), converted)] = statement
-        if ef_search is None:
+        if settings is None:
             return list(await statement.fetch(*args))
         async with connection.transaction():
-            await connection.execute(search_breadth_sql(ef_search))
+            await connection.execute(settings)
             return list(await statement.fetch(*args))
 
-    async def explain(self, sql: str, params: dict[str, Any], *, ef_search: int | None = None) -> str:
+    async def explain(self, sql: str, params: dict[str, Any], *, settings: str | None = None) -> str:
         converted, args = positional(sql, params)
         async with self._db.transaction():
-            if ef_search is not None:
-                await self._db.execute(search_breadth_sql(ef_search))
+            if settings is not None:
+                await self._db.execute(settings)
             rows = await self._db.fetch("EXPLAIN (ANALYZE, BUFFERS) " + converted, *args)
         return "\n".join(row[0] for row in rows)
 
@@ -194,20 +194,30 @@ class RawSql:
 
     async def fetch_statement(
         self, query: str, mode: str, request_filter: Filter, vector: list[float] | None, *, exact: bool = False
-    ) -> tuple[str, dict[str, Any]]:
-        """The keyword or vector statement of a first page (a hybrid fetch runs both, at that depth)."""
+    ) -> tuple[str, dict[str, Any], str | None]:
+        """The keyword or vector statement of a first page (a hybrid fetch runs both, at that depth),
+        its parameters and the settings it runs under, as the engine sends them."""
         pred = filter_predicate(request_filter)
         keywords = KeywordQuery.parse(query)
         count, offset = 11, 0  # limit 10 + the one row that says whether there is a next page
         base = {**pred.params, "offset": offset}
         if mode == "keyword":
-            return keyword_sql(pred.sql(), keywords, depth=offset + count, admits_all=pred.admits_all), {
-                **base,
-                **keyword_params(self._cfg, keywords, offset + count, await self.term_statistics()),
-                "count": count,
-            }
+            return (
+                keyword_sql(pred.sql(), keywords, depth=offset + count, admits_all=pred.admits_all),
+                {
+                    **base,
+                    **keyword_params(self._cfg, keywords, offset + count, await self.term_statistics()),
+                    "count": count,
+                },
+                local_settings_sql(generic_plan=pred.admits_all),
+            )
         vec = {"vec": vector_literal(vector or []), "model": self._embedder.name, "depth": offset + count}
-        return vector_sql(pred.sql(), exact=exact, dimension=self._embedder.dimension), {**base, **vec}
+        breadth = search_breadth(pred, exact=exact, filtered=EF_SEARCH_FILTERED)
+        return (
+            vector_sql(pred.sql(), exact=exact, dimension=self._embedder.dimension),
+            {**base, **vec},
+            local_settings_sql(ef_search=breadth),
+        )
 
     async def _ranking(
         self, query: str, mode: str, request_filter: Filter, vector: list[float] | None, limit: int, on: Any = None
@@ -216,13 +226,11 @@ class RawSql:
         if mode == "keyword":
             if KeywordQuery.parse(query).is_empty:
                 return []
-            sql, params = await self.fetch_statement(query, mode, request_filter, None)
-            return await self.run(sql, params, on=on)
-        pred = filter_predicate(request_filter)
+            sql, params, settings = await self.fetch_statement(query, mode, request_filter, None)
+            return await self.run(sql, params, settings=settings, on=on)
         for exact in (False, True):
-            sql, params = await self.fetch_statement(query, mode, request_filter, vector, exact=exact)
-            breadth = search_breadth(pred, exact=exact, filtered=EF_SEARCH_FILTERED)
-            rows = await self.run(sql, params, ef_search=breadth, on=on)
+            sql, params, settings = await self.fetch_statement(query, mode, request_filter, vector, exact=exact)
+            rows = await self.run(sql, params, settings=settings, on=on)
             if exact or index_was_enough(rows, limit + 1):
                 return rows
         raise AssertionError("unreachable")

@@ -17,16 +17,13 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import asyncpg
-import httpx
 from tqdm import tqdm
 
 from app.contract.meta import Filter
 from app.embeddings.wordllama import WordLlamaEmbedder
-from app.engine.postgres.engine import search_breadth
-from app.engine.postgres.filters import filter_predicate
 from bench import rawsql
 from bench.corpus import CorpusItem, QuerySet, build_corpus, build_queries
-from bench.engram_http import EngramHttp
+from bench.engram_http import EngramHttp, http_session
 from bench.langgraph_store import open_store
 from bench.proposals import measure_proposals
 from bench.rawsql import RawSql
@@ -334,13 +331,9 @@ async def plans(raw: RawSql, embedder: WordLlamaEmbedder, queries: QuerySet) -> 
                 )
                 continue
             request_filter = Filter.model_validate(wire_filter(variant, tag, subtree))
-            sql, params = await raw.fetch_statement(question, mode, request_filter, vector)
-            pred = filter_predicate(request_filter)
-            breadth = (
-                None if mode == "keyword" else search_breadth(pred, exact=False, filtered=rawsql.EF_SEARCH_FILTERED)
-            )
+            sql, params, settings = await raw.fetch_statement(question, mode, request_filter, vector)
             out[f"{mode}/{variant}"] = f"-- query: {question!r} tag {tag!r} subtree {subtree!r}\n" + (
-                await raw.explain(sql, params, ef_search=breadth)
+                await raw.explain(sql, params, settings=settings)
             )
     return out
 
@@ -391,7 +384,11 @@ async def run_one(n: int, query_count: int, seed: int) -> tuple[dict[str, Any], 
     result["raw_shares_database"] = True
     result["truth"] = "numpy"
     result["started_at"] = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    session = {**rawsql.ENGINE_SESSION, "hnsw.ef_search (filtered, per statement)": str(rawsql.EF_SEARCH_FILTERED)}
+    session = {
+        **rawsql.ENGINE_SESSION,
+        "hnsw.ef_search (filtered, per statement)": str(rawsql.EF_SEARCH_FILTERED),
+        "plan_cache_mode (keyword without a filter, per statement)": "force_generic_plan",
+    }
     result["session_settings"] = {
         "engram": session,
         "raw": session,
@@ -406,8 +403,8 @@ async def run_one(n: int, query_count: int, seed: int) -> tuple[dict[str, Any], 
             urls = {name: database.create(name) for name in ("engram", "langgraph")}
             with engram_serve(urls["engram"], work) as base:
                 say(f"engram serve is up at {base} (its database on the embedded server, shared with raw SQL)")
-                async with httpx.AsyncClient(base_url=base, timeout=120) as client:
-                    http = EngramHttp(client)
+                async with http_session(base) as session:
+                    http = EngramHttp(session)
                     raw_conn = await rawsql.connect(urls["engram"])
                     raw_second = await rawsql.connect(urls["engram"])
                     raw_indexing = await rawsql.indexing_pool(urls["engram"])

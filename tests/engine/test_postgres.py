@@ -23,6 +23,8 @@ from app.contract.requests import ExploreRequest, FetchRequest, ListRequest
 from app.engine.postgres.engine import PostgresEngine
 from app.engine.postgres.filters import filter_predicate
 from app.engine.postgres.schema import async_url
+from app.engine.postgres.statements import INDEXER_LOCK_ORDER, local_settings_sql
+from tests.conftest import truncate
 
 
 def learning(text_: str, **meta: Any) -> StoredItem:
@@ -169,11 +171,37 @@ async def test_a_filtered_search_walks_the_index_wider_for_its_statement_alone(
         assert engine._breadth(filter_predicate(Filter()), exact=False) is None
         assert engine._breadth(filter_predicate(Filter(tags_any=["x"])), exact=True) is None
         # One pooled connection: what one statement set must not reach the next.
-        assert (await engine._rows(breadth, {}, ef_search=456))[0]["ef"] == "456"
+        wider = local_settings_sql(ef_search=456)
+        assert (await engine._rows(breadth, {}, settings=wider))[0]["ef"] == "456"
         assert (await engine._rows(breadth, {}))[0]["ef"] == "123"
         with pytest.raises(EngineFailure):
-            await engine._rows("SELECT 1 / 0", {}, ef_search=456)
+            await engine._rows("SELECT 1 / 0", {}, settings=wider)
         assert (await engine._rows(breadth, {}))[0]["ef"] == "123"
+    finally:
+        await engine.close()
+
+
+async def test_keyword_statements_without_a_filter_reuse_one_plan_and_filtered_ones_are_planned_for_their_values(
+    database_url: str, embedder: Any
+) -> None:
+    """A generic plan saves the planning where the values change no estimate, and only there."""
+    engine = await PostgresEngine.connect(database_url, embedder, pool_size=1, pool_overflow=0)
+    plans = "SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement LIKE '%' || :marker || '%'"
+    try:
+        await truncate(engine)
+        await engine.store_many([learning(f"plan note {i}", tags=["planned"]) for i in range(5)])
+        for _ in range(3):
+            await engine.fetch(FetchRequest(query="plan note", mode="keyword", limit=3))
+            await engine.fetch(
+                FetchRequest(query="plan note", mode="keyword", filter=Filter(tags_any=["planned"]), limit=3)
+            )
+        # Only the unfiltered ranking gathers pairs of rare words; only the filtered one reads tags.
+        (unfiltered,) = await engine._rows(plans, {"marker": "pairs AS"})
+        assert (unfiltered["generic_plans"], unfiltered["custom_plans"]) == (3, 0)
+        (filtered,) = await engine._rows(plans, {"marker": "i.tags &&"})
+        assert (filtered["generic_plans"], filtered["custom_plans"]) == (0, 3)
+        # And the connection plans for the values again afterwards.
+        assert (await engine._rows("SELECT current_setting('plan_cache_mode') AS m", {}))[0]["m"] == "force_custom_plan"
     finally:
         await engine.close()
 
@@ -528,7 +556,8 @@ async def test_a_read_costs_one_statement_and_no_ping(database_url: str, embedde
         await engine.list(ListRequest(limit=3))
     finally:
         await engine.close()
-    indexer = ("FOR KEY SHARE", "BEGIN", "COMMIT")
+    # The indexer's workers poll on the same connection; a statement's own settings are not a ping.
+    indexer = (INDEXER_LOCK_ORDER, "FOR KEY SHARE", "BEGIN", "COMMIT", "SET LOCAL")
     reads = [s for s in statements if not any(word in s for word in indexer)]
     assert len(reads) == 2, statements
 

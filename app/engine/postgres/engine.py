@@ -71,8 +71,8 @@ from app.engine.postgres.statements import (
     keyword_params,
     keyword_sql,
     list_sql,
+    local_settings_sql,
     positional,
-    search_breadth_sql,
     vector_sql,
 )
 
@@ -297,6 +297,7 @@ class PostgresEngine:
                     # Plan each statement for its values: how selective a filter is and how
                     # common the query's words are decide between an index and a scan, and
                     # asyncpg's cached statements would otherwise switch to one generic plan.
+                    # A keyword ranking without a filter asks for one (local_settings_sql).
                     "plan_cache_mode": "force_custom_plan",
                     "hnsw.ef_search": str(ef_search),
                     # A filtered vector search keeps scanning the index until it has enough rows.
@@ -507,21 +508,21 @@ class PostgresEngine:
             return await self._vector(vector, request_filter, offset, count)
         return await self._hybrid(keywords, vector, request_filter, offset, count)
 
-    async def _rows(self, sql: str, params: dict[str, Any], *, ef_search: int | None = None) -> list[Mapping[str, Any]]:
+    async def _rows(self, sql: str, params: dict[str, Any], *, settings: str | None = None) -> list[Mapping[str, Any]]:
         """A read on a pooled connection, sent through asyncpg itself.
 
         SQLAlchemy keeps the pool (closed connections replaced, limits); the statement goes
         straight to the driver's prepared-statement cache. bench/analysis.md (10k,
         item 1): SQLAlchemy's execute cost 0.34 ms a statement against asyncpg's 0.045.
-        ``ef_search`` holds for this statement alone (SET LOCAL in its own transaction).
+        ``settings`` (local_settings_sql) hold for this statement alone, in its own transaction.
         """
         numbered, values = positional(sql, params)
         with database_errors():
             async with self._connection() as raw:
-                if ef_search is None:
+                if settings is None:
                     return list(await raw.fetch(numbered, *values))
                 async with raw.transaction():
-                    await raw.execute(search_breadth_sql(ef_search))
+                    await raw.execute(settings)
                     return list(await raw.fetch(numbered, *values))
 
     @asynccontextmanager
@@ -559,6 +560,7 @@ class PostgresEngine:
         return await self._rows(
             keyword_sql(pred.sql(), keywords, depth=offset + count, admits_all=pred.admits_all),
             {**params, **pred.params},
+            settings=local_settings_sql(generic_plan=pred.admits_all),
         )
 
     async def _vector(self, vector: list[float], request_filter: Filter, offset: int, count: int) -> list[Hit]:
@@ -573,7 +575,7 @@ class PostgresEngine:
             rows = await self._rows(
                 vector_sql(pred.sql(), exact=exact, dimension=self._embedder.dimension),
                 {**params, "offset": offset, **pred.params},
-                ef_search=self._breadth(pred, exact=exact),
+                settings=local_settings_sql(ef_search=self._breadth(pred, exact=exact)),
             )
             if exact or index_was_enough(rows, offset + count):
                 return rows
