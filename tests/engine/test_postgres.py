@@ -23,7 +23,7 @@ from app.contract.requests import ExploreRequest, FetchRequest, ListRequest
 from app.engine.postgres.engine import PostgresEngine
 from app.engine.postgres.filters import filter_predicate
 from app.engine.postgres.schema import async_url
-from app.engine.postgres.statements import INDEXER_LOCK_ORDER, local_settings_sql
+from app.engine.postgres.statements import INDEXER_LOCK_ORDER, KEYWORD_POOL, local_settings_sql
 from tests.conftest import truncate
 
 
@@ -435,6 +435,26 @@ async def test_keyword_top_up_takes_the_middle_words_before_the_commonest(pg_eng
     assert bounded == await keyword_page(pg_engine, query, limit=40, budget=unbounded, request_filter=few)
     assert len(bounded) == len(set(bounded)) == 40
     assert set(bounded[:3]) == rare_ids
+
+
+async def test_keyword_commonest_words_fill_only_what_the_pool_lacks_once_the_first_ranks_are_settled(
+    pg_engine: PostgresEngine,
+) -> None:
+    rare = [learning(f"quokka sighting {n}") for n in range(120)]
+    plain = [learning(f"report line {n}") for n in range(250)]
+    repeated = [learning(f"report report report line {n}") for n in range(150)]
+    await stored_in_table_order(pg_engine, rare, plain, repeated)
+    ids = [[i.validate().fingerprint() for i in group] for group in (rare, plain, repeated)]
+    query, pool = "quokka report", KEYWORD_POOL
+    # "quokka" alone is within the budget: its 120 matches settle the first ranks (more than
+    # KEYWORD_SETTLED), so "report", the commonest, only fills the pool's other 180, read in
+    # table order; scoring all of its 400 matches would have put the repeated ones there.
+    bounded = await keyword_page(pg_engine, query, limit=pool, budget=10, scored=1_000)
+    unbounded = await keyword_page(pg_engine, query, limit=pool, budget=EVERY_MATCH)
+    assert len(set(bounded)) == pool
+    assert set(bounded[:120]) == set(unbounded[:120]) == set(ids[0])
+    assert bounded[120:] == ids[1][:180]
+    assert set(unbounded[120:270]) == set(ids[2])
 
 
 async def test_stored_vectors_are_the_embedders_float32_vectors_exactly(
