@@ -407,15 +407,14 @@ def keyword_ctes(where: str, keywords: KeywordQuery, *, depth: int, admits_all: 
             WHERE (SELECT count(*) FROM core) < :pool AND i.tsv @@ m.q AND NOT (i.tsv @@ e.q) AND {where}
             LIMIT :topup
         ),
+        held AS (SELECT (SELECT count(*) FROM core) + (SELECT count(*) FROM extra_middle) AS n),
         extra AS (
             SELECT i.id, i.seq, i.tsv
             FROM engram_items i, essential e, middle m, commonest c
-            WHERE (SELECT count(*) FROM core) + (SELECT count(*) FROM extra_middle) < :pool
+            WHERE (SELECT n FROM held) < :pool
               AND c.q IS NOT NULL AND (i.tsv @@ c.q) IS TRUE
               AND NOT (i.tsv @@ e.q) AND NOT coalesce(i.tsv @@ m.q, false) AND {where}
-            LIMIT CASE WHEN (SELECT count(*) FROM core) + (SELECT count(*) FROM extra_middle) >= :settled
-                       THEN greatest(:pool - (SELECT count(*) FROM core) - (SELECT count(*) FROM extra_middle), 0)
-                       ELSE :topup END
+            LIMIT (SELECT CASE WHEN n >= :settled THEN greatest(:pool - n, 0) ELSE :topup END FROM held)
         ),
         pool AS (
             SELECT i.id, i.seq, {_score(keywords)} AS score
