@@ -27,8 +27,8 @@ from app.engine.postgres.statements import (
     KEYWORD_BUDGET,
     KEYWORD_SCORED,
     keyword_params,
+    keyword_settings_sql,
     keyword_sql,
-    local_settings_sql,
 )
 from bench.corpus import QuerySet
 from bench.rawsql import RawSql
@@ -59,7 +59,7 @@ class Proposals:
             for r in await self._raw.run(
                 keyword_sql(pred.sql(), keywords, depth=11, admits_all=pred.admits_all),
                 params,
-                settings=local_settings_sql(generic_plan=pred.admits_all),
+                settings=keyword_settings_sql(pred.admits_all),
             )
         ][:10]
 

@@ -35,6 +35,7 @@ from app.engine.postgres.statements import (
     explore_sql,
     get_sql,
     keyword_params,
+    keyword_settings_sql,
     keyword_sql,
     list_sql,
     local_settings_sql,
@@ -209,7 +210,7 @@ class RawSql:
                     **keyword_params(self._cfg, keywords, offset + count, await self.term_statistics()),
                     "count": count,
                 },
-                local_settings_sql(generic_plan=pred.admits_all),
+                keyword_settings_sql(pred.admits_all),
             )
         vec = {"vec": vector_literal(vector or []), "model": self._embedder.name, "depth": offset + count}
         breadth = search_breadth(pred, exact=exact, filtered=EF_SEARCH_FILTERED)

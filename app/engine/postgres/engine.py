@@ -70,6 +70,7 @@ from app.engine.postgres.statements import (
     explore_sql,
     get_sql,
     keyword_params,
+    keyword_settings_sql,
     keyword_sql,
     list_sql,
     local_settings_sql,
@@ -298,7 +299,7 @@ class PostgresEngine:
                     # Plan each statement for its values: how selective a filter is and how
                     # common the query's words are decide between an index and a scan, and
                     # asyncpg's cached statements would otherwise switch to one generic plan.
-                    # A keyword ranking without a filter asks for one (local_settings_sql).
+                    # A keyword ranking without a filter asks for one (keyword_settings_sql).
                     "plan_cache_mode": "force_custom_plan",
                     "hnsw.ef_search": str(ef_search),
                     # A filtered vector search keeps scanning the index until it has enough rows.
@@ -566,7 +567,7 @@ class PostgresEngine:
         return await self._rows(
             keyword_sql(pred.sql(), keywords, depth=offset + count, admits_all=pred.admits_all),
             {**params, **pred.params},
-            settings=local_settings_sql(generic_plan=pred.admits_all),
+            settings=keyword_settings_sql(pred.admits_all),
         )
 
     async def _vector(self, vector: list[float], request_filter: Filter, offset: int, count: int) -> list[Hit]:

@@ -242,13 +242,7 @@ def local_settings_sql(*, ef_search: int | None = None, generic_plan: bool = Fal
     parameters, so a statement of their own, sent in one round trip); None when it needs none.
 
     ``ef_search`` is the HNSW breadth. ``generic_plan`` reuses the prepared statement's one plan
-    instead of planning for the values (the connections' default, see PostgresEngine.connect):
-    for a keyword statement without a filter the values change no estimate (every tsquery but
-    a deep page's comes from a CTE), and planning was ~2 ms of it. At 100k (raw SQL, 200
-    questions three times, interleaved, ninth session, two runs): p50 / p95 15.7 / 23.1 ->
-    14.6 / 19.7 and 14.6 / 21.2 -> 13.3 / 18.0 ms; at 10k 13.0 / 21.0 -> 11.6 / 19.6; every page
-    and score the same, a page past the pool too. With a filter its values decide the plan
-    (bench/analysis.md, eighth session: the smallest namespace 14 -> 45 ms on a generic plan).
+    instead of planning for the values (the connections' default, see PostgresEngine.connect).
     """
     settings = []
     if ef_search is not None:
@@ -256,6 +250,19 @@ def local_settings_sql(*, ef_search: int | None = None, generic_plan: bool = Fal
     if generic_plan:
         settings.append("SET LOCAL plan_cache_mode = force_generic_plan")
     return "; ".join(settings) or None
+
+
+def keyword_settings_sql(admits_all: bool) -> str | None:
+    """The settings ``keyword_sql`` runs under: one generic plan when it has no filter.
+
+    Without a filter the values change no estimate (every tsquery but a deep page's comes from
+    a CTE), and planning was ~2 ms of the statement. At 100k (raw SQL, 200 questions three
+    times, interleaved, ninth session, two runs): p50 / p95 15.7 / 23.1 -> 14.6 / 19.7 and
+    14.6 / 21.2 -> 13.3 / 18.0 ms; at 10k 13.0 / 21.0 -> 11.6 / 19.6; every page and score the
+    same, a page past the pool too. With a filter its values decide the plan (bench/analysis.md,
+    eighth session: the smallest namespace 14 -> 45 ms on a generic plan).
+    """
+    return local_settings_sql(generic_plan=admits_all)
 
 
 # Each query operand (a word, or a phrase's words), its tsquery and an estimate of how many
