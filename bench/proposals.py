@@ -57,7 +57,7 @@ class Proposals:
         return [
             r["id"]
             for r in await self._raw.run(
-                keyword_sql(pred.sql(), keywords, depth=11, admits_all=pred.admits_all),
+                keyword_sql(pred, keywords, depth=11),
                 params,
                 settings=keyword_settings_sql(pred.admits_all),
             )

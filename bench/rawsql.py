@@ -204,7 +204,7 @@ class RawSql:
         base = {**pred.params, "offset": offset}
         if mode == "keyword":
             return (
-                keyword_sql(pred.sql(), keywords, depth=offset + count, admits_all=pred.admits_all),
+                keyword_sql(pred, keywords, depth=offset + count),
                 {
                     **base,
                     **keyword_params(self._cfg, keywords, offset + count, await self.term_statistics()),

@@ -348,3 +348,46 @@ async def test_0005_rebuilds_the_vector_index_wider_and_keeps_every_vector_in_it
     await _upgrade(url, "0005")
     assert "ef_construction='100'" in str(await _scalar(url, VECTOR_INDEX_DEF))
     assert await _indexed_neighbours(url) == 12
+
+
+_INDEX_COLUMNS = """
+    SELECT string_agg(a.attname, ', ' ORDER BY k.n) FROM pg_index x
+    CROSS JOIN LATERAL unnest(x.indkey) WITH ORDINALITY AS k(attnum, n)
+    JOIN pg_attribute a ON a.attrelid = x.indrelid AND a.attnum = k.attnum
+    WHERE x.indexrelid = to_regclass('{index}')
+"""
+
+
+async def test_0006_indexes_words_tags_and_lineage_together_over_the_items_already_stored(
+    scratch: ScratchServer, embedder: WordLlamaEmbedder
+) -> None:
+    url = scratch.new_database()
+    await _upgrade(url, "0005")
+    for namespace in ("", "team:acme", "team:acme/project:p1/agent:a2"):
+        await _execute(
+            url,
+            "INSERT INTO engram_items (id, kind, namespace, text, meta, item, source_kind) "
+            f"VALUES (md5('{namespace}') || '00000000', 'learning', '{namespace}', 'x', '{{}}', '{{}}', 'agent')",
+        )
+    await _upgrade(url, "0006")
+    lineage = "SELECT lineage FROM engram_items WHERE namespace = '{}'"
+    assert await _scalar(url, lineage.format("")) == []
+    assert await _scalar(url, lineage.format("team:acme")) == ["team:acme"]
+    assert await _scalar(url, lineage.format("team:acme/project:p1/agent:a2")) == [
+        "team:acme",
+        "team:acme/project:p1",
+        "team:acme/project:p1/agent:a2",
+    ]
+    assert await _scalar(url, _INDEX_COLUMNS.format(index="engram_items_terms")) == "tsv, tags, lineage"
+    options = await _scalar(url, "SELECT reloptions FROM pg_class WHERE relname = 'engram_items_terms'")
+    assert options == ["gin_pending_list_limit=128"]
+    for replaced in ("engram_items_tsv", "engram_items_tags"):
+        assert await _scalar(url, f"SELECT to_regclass('{replaced}') IS NULL") is True
+
+    await _downgrade(url, "0005")
+    assert await _scalar(url, _INDEX_COLUMNS.format(index="engram_items_tsv")) == "tsv"
+    assert await _scalar(url, _INDEX_COLUMNS.format(index="engram_items_tags")) == "tags"
+    assert await _scalar(url, "SELECT to_regclass('engram_items_terms') IS NULL") is True
+    column = "SELECT count(*) FROM pg_attribute WHERE attrelid = 'engram_items'::regclass AND attname = 'lineage'"
+    assert await _scalar(url, column) == 0
+    assert await _scalar(url, "SELECT count(*) FROM engram_items") == 3

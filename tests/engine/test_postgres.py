@@ -323,7 +323,7 @@ async def keyword_page(
     pred = filter_predicate(request_filter or Filter())
     async with pg_engine.database.connect() as connection:
         rows = await connection.execute(
-            text(keyword_sql(pred.sql(), keywords, depth=limit, admits_all=pred.admits_all)),
+            text(keyword_sql(pred, keywords, depth=limit)),
             {**params, **pred.params, "offset": 0},
         )
         return [row.id for row in rows]
@@ -492,6 +492,52 @@ async def test_vector_search_walks_the_half_precision_index(pg_engine: PostgresE
             sql = vector_sql("TRUE", exact=exact, dimension=embedder.dimension)
             plan = "\n".join(row[0] for row in await connection.execute(text("EXPLAIN " + sql), params))
             assert ("engram_embeddings_hnsw" in plan) is uses_index, plan
+
+
+@pytest.mark.parametrize(
+    ("request_filter", "key"),
+    [
+        (Filter(tags_any=["probe"]), "tags &&"),
+        (Filter.model_validate({"reach": {"at": "team:probe", "inherit": False, "descendants": True}}), "lineage @>"),
+    ],
+    ids=["tag", "subtree"],
+)
+async def test_a_filtered_keyword_ranking_finds_words_and_filter_in_one_scan_of_the_terms_index(
+    pg_engine: PostgresEngine, request_filter: Filter, key: str
+) -> None:
+    """Words and filter as keys of one GIN scan (migration 0006), not two bitmaps as long as their posting lists."""
+    from app.engine.keywords import KeywordQuery
+    from app.engine.postgres.statements import TERM_STATISTICS, TermStatistics, keyword_params, keyword_sql
+
+    # A tenth of the items hold the words, a third are admitted; the statistics say so.
+    items = [
+        learning(f"{'terms' if n % 10 == 0 else 'other'} note {n}", **admitted)
+        for n in range(300)
+        for admitted in [{"namespace": "team:probe/agent:a1", "tags": ["probe"]} if n % 3 == 0 else {}]
+    ]
+    for start in range(0, len(items), 100):
+        await pg_engine.store_many(items[start : start + 100])
+    await analyse(pg_engine)
+    keywords = KeywordQuery.parse("terms")
+    (stats,) = await pg_engine._rows(TERM_STATISTICS, {})
+    pred = filter_predicate(request_filter)
+    params = {
+        **keyword_params("english", keywords, 5, TermStatistics.of(stats)),
+        **pred.params,
+        "count": 5,
+        "offset": 0,
+    }
+    async with pg_engine.database.begin() as connection:
+        # On a table this small only a planner told to avoid a scan of it picks an index.
+        await connection.execute(text("SET LOCAL enable_seqscan = off"))
+        plan = [
+            row[0] for row in await connection.execute(text("EXPLAIN " + keyword_sql(pred, keywords, depth=5)), params)
+        ]
+    # The rarest words' matches and the middle words' (the commonest are read through the filter alone).
+    words = [line for line in plan if "Index Cond" in line and "tsv @@" in line]
+    assert len(words) == 2 and all(key in line for line in words), "\n".join(plan)
+    assert not any("BitmapAnd" in line for line in plan), "\n".join(plan)
+    assert all("engram_items_terms" in line for line in plan if "Bitmap Index Scan" in line), "\n".join(plan)
 
 
 class SlowOrFailingEmbedder:

@@ -565,7 +565,7 @@ class PostgresEngine:
     ) -> list[Mapping[str, Any]]:
         params = {**await self._keyword_params(keywords, offset + count), "count": count, "offset": offset}
         return await self._rows(
-            keyword_sql(pred.sql(), keywords, depth=offset + count, admits_all=pred.admits_all),
+            keyword_sql(pred, keywords, depth=offset + count),
             {**params, **pred.params},
             settings=keyword_settings_sql(pred.admits_all),
         )

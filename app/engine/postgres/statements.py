@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.engine.keywords import KeywordQuery
+from app.engine.postgres.filters import Predicate
 
 _NAMED = re.compile(r"(?<!:):([A-Za-z_][A-Za-z0-9_]*)")
 
@@ -452,9 +453,11 @@ def keyword_ctes(where: str, keywords: KeywordQuery, *, depth: int, admits_all: 
     """
 
 
-def keyword_sql(where: str, keywords: KeywordQuery, *, depth: int, admits_all: bool) -> str:
+def keyword_sql(pred: Predicate, keywords: KeywordQuery, *, depth: int) -> str:
+    """A keyword page under ``pred``, written as the terms index serves it beside the words."""
+    where = pred.sql(beside_words=True)
     return f"""
-        WITH {keyword_ctes(where, keywords, depth=depth, admits_all=admits_all)}
+        WITH {keyword_ctes(where, keywords, depth=depth, admits_all=pred.admits_all)}
         SELECT {HIT_COLUMNS}, i.seq, page.score
         FROM (SELECT id, score, rank FROM kw ORDER BY rank LIMIT :count OFFSET :offset) AS page
         JOIN engram_items i ON i.id = page.id
