@@ -416,6 +416,38 @@ async def test_keyword_query_of_stop_words_only_matches_nothing(pg_engine: Postg
             assert len(page.hits) == (5 if "garden" in query else 0), (query, request_filter)
 
 
+@pytest.mark.parametrize(
+    "request_filter",
+    [
+        Filter(tags_any=["few"]),
+        Filter.model_validate({"reach": {"at": "team:few", "inherit": False, "descendants": True}}),
+    ],
+    ids=["tag", "subtree"],
+)
+async def test_the_commonest_words_top_up_is_gated_before_it_reads_a_row(
+    pg_engine: PostgresEngine, request_filter: Filter
+) -> None:
+    """The top-up reads the filter's items for the commonest words' matches. Whether it runs at all
+    (the pool short, commonest words in the query) must be decided once, before any row: as a join
+    condition, a question of stop words under a 17k-item subtree read all of them (134 ms at 100k),
+    in whichever join order the planner chose. One-Time Filters are that decision."""
+    from app.engine.keywords import KeywordQuery
+    from app.engine.postgres.statements import TERM_STATISTICS, TermStatistics, keyword_params, keyword_sql
+
+    await pg_engine.store_many([learning(f"garden note {n}", namespace="team:few", tags=["few"]) for n in range(20)])
+    keywords = KeywordQuery.parse("the garden")
+    (stats,) = await pg_engine._rows(TERM_STATISTICS, {})
+    pred = filter_predicate(request_filter)
+    statistics = TermStatistics.of(stats)
+    params = {**keyword_params("english", keywords, 5, statistics), **pred.params, "count": 5, "offset": 0}
+    async with pg_engine.database.begin() as connection:
+        plan = [
+            row[0] for row in await connection.execute(text("EXPLAIN " + keyword_sql(pred, keywords, depth=5)), params)
+        ]
+    gates = [line for line in plan if "One-Time Filter" in line]
+    assert any("< '300'::bigint) AND (InitPlan" in line for line in gates), "\n".join(gates)
+
+
 async def test_keyword_top_up_takes_the_middle_words_before_the_commonest(pg_engine: PostgresEngine) -> None:
     rare = [learning(f"quokka garden report {n}", tags=["few"]) for n in range(3)]
     middle = [learning(f"garden entry {n}", tags=["few"] if n < 5 else []) for n in range(400)]

@@ -419,8 +419,10 @@ def keyword_ctes(where: str, keywords: KeywordQuery, *, depth: int, admits_all: 
         extra AS (
             SELECT i.id, i.seq, i.tsv
             FROM engram_items i, essential e, middle m, commonest c
-            WHERE (SELECT n FROM held) < :pool
-              AND c.q IS NOT NULL AND (i.tsv @@ c.q) IS TRUE
+            -- Both tests once, before any row is read: without commonest terms (a question of
+            -- rare words, or only stop words) a filter's items were otherwise all read for nothing.
+            WHERE (SELECT n FROM held) < :pool AND (SELECT q IS NOT NULL FROM commonest)
+              AND (i.tsv @@ c.q) IS TRUE
               AND NOT (i.tsv @@ e.q) AND NOT coalesce(i.tsv @@ m.q, false) AND {where}
             LIMIT (SELECT CASE WHEN n >= :settled THEN greatest(:pool - n, 0) ELSE :topup END FROM held)
         ),
