@@ -21,6 +21,7 @@ from app.engine.keywords import KeywordQuery
 from app.engine.postgres.engine import (
     StatisticsCache,
     index_was_enough,
+    one_statement_under,
     search_breadth,
     vector_literal,
     vector_literals,
@@ -124,9 +125,7 @@ class RawSql:
             self._prepared[(id(connection), converted)] = statement
         if settings is None:
             return list(await statement.fetch(*args))
-        async with connection.transaction():
-            await connection.execute(settings)
-            return list(await statement.fetch(*args))
+        return list(await one_statement_under(connection, settings, lambda: statement.fetch(*args)))
 
     async def explain(self, sql: str, params: dict[str, Any], *, settings: str | None = None) -> str:
         converted, args = positional(sql, params)

@@ -658,6 +658,8 @@ async def test_a_read_costs_one_statement_and_no_ping(database_url: str, embedde
     indexer = (INDEXER_LOCK_ORDER, "FOR KEY SHARE", "BEGIN", "COMMIT", "SET LOCAL")
     reads = [s for s in statements if not any(word in s for word in indexer)]
     assert len(reads) == 2, statements
+    # The unfiltered keyword ranking's settings (a generic plan) travel with its BEGIN, in one message.
+    assert [s for s in statements if "SET LOCAL" in s] == ["BEGIN; SET LOCAL plan_cache_mode = force_generic_plan"]
 
 
 async def test_connections_the_server_closed_are_replaced_not_used(
