@@ -226,6 +226,8 @@ FILTER_CASES: list[tuple[dict[str, Any], list[int]]] = [
     ({"reach": {"at": "team:acme/agent:writer"}}, [0, 1, 2, 3]),
     ({"reach": {"at": "team:acme/agent:writer", "inherit": False}}, [0]),
     ({"reach": {"at": "team:acme", "inherit": False, "descendants": True}}, [0, 1, 4]),
+    ({"reach": {"at": "team:acme/agent:writer", "descendants": True}}, [0, 1, 2, 3]),
+    ({"reach": {"at": "team:acme/agent:w", "inherit": False, "descendants": True}}, []),  # a prefix, not a parent
     ({"reach": {"at": "root", "inherit": False, "descendants": True}}, [0, 1, 2, 3, 4]),
     ({"folder": "/notes"}, [2, 3]),
     ({"folder": "/notes/rust/"}, [2]),
