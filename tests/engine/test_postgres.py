@@ -20,10 +20,19 @@ from app.contract.errors import EngineFailure
 from app.contract.items import ITEM_ADAPTER, StoredItem
 from app.contract.meta import Filter
 from app.contract.requests import ExploreRequest, FetchRequest, ListRequest
+from app.engine.keywords import KeywordQuery
 from app.engine.postgres.engine import PostgresEngine
 from app.engine.postgres.filters import filter_predicate
 from app.engine.postgres.schema import async_url
-from app.engine.postgres.statements import INDEXER_LOCK_ORDER, KEYWORD_POOL, local_settings_sql
+from app.engine.postgres.statements import (
+    INDEXER_LOCK_ORDER,
+    KEYWORD_POOL,
+    TERM_STATISTICS,
+    TermStatistics,
+    keyword_params,
+    keyword_sql,
+    local_settings_sql,
+)
 from tests.conftest import truncate
 
 
@@ -245,7 +254,6 @@ async def test_a_failed_store_many_write_leaves_nothing_half_written(pg_engine: 
 
 
 async def test_keyword_paging_past_the_ranking_pool_is_one_order(pg_engine: PostgresEngine) -> None:
-    from app.engine.postgres.statements import KEYWORD_POOL
 
     words = ["garden", "tomato", "basil", "soil", "water"]
     items = [learning(" ".join(words[: 1 + n % 5]) + f" entry {n}") for n in range(KEYWORD_POOL + 60)]
@@ -298,6 +306,27 @@ async def test_keyword_ranking_weighs_a_rare_word_above_common_ones(pg_engine: P
     assert page.hits[1].id == crowded.validate().fingerprint()
 
 
+async def keyword_statement(
+    pg_engine: PostgresEngine, query: str, limit: int, request_filter: Filter | None = None, **budgets: int
+) -> tuple[str, dict[str, Any]]:
+    """The engine's keyword statement for a first page of ``limit`` and its parameters; ``budgets``
+    (budget, scored, middle) replace keyword_params' defaults."""
+    keywords = KeywordQuery.parse(query)
+    (stats,) = await pg_engine._rows(TERM_STATISTICS, {})
+    pred = filter_predicate(request_filter or Filter())
+    params = keyword_params("english", keywords, limit, TermStatistics.of(stats), **budgets)
+    return keyword_sql(pred, keywords, depth=limit), {**params, **pred.params, "count": limit, "offset": 0}
+
+
+async def keyword_plan(pg_engine: PostgresEngine, query: str, request_filter: Filter, *settings: str) -> list[str]:
+    """The lines of EXPLAIN for the engine's keyword statement, under ``settings``."""
+    sql, params = await keyword_statement(pg_engine, query, 5, request_filter)
+    async with pg_engine.database.begin() as connection:
+        for setting in settings:
+            await connection.execute(text(setting))
+        return [row[0] for row in await connection.execute(text("EXPLAIN " + sql), params)]
+
+
 async def keyword_page(
     pg_engine: PostgresEngine,
     query: str,
@@ -308,25 +337,11 @@ async def keyword_page(
     scored: int | None = None,
 ) -> list[str]:
     """The engine's keyword statement with a chosen budget (the default one covers a small test table)."""
-    from app.engine.keywords import KeywordQuery
-    from app.engine.postgres.statements import TERM_STATISTICS, TermStatistics, keyword_params, keyword_sql
-
-    keywords = KeywordQuery.parse(query)
-    (stats,) = await pg_engine._rows(TERM_STATISTICS, {})
-    statistics = TermStatistics.of(stats)
-    params = {
-        **keyword_params(
-            "english", keywords, limit, statistics, budget=budget, scored=scored or budget, middle=middle or budget
-        ),
-        "count": limit,
-    }
-    pred = filter_predicate(request_filter or Filter())
+    sql, params = await keyword_statement(
+        pg_engine, query, limit, request_filter, budget=budget, scored=scored or budget, middle=middle or budget
+    )
     async with pg_engine.database.connect() as connection:
-        rows = await connection.execute(
-            text(keyword_sql(pred, keywords, depth=limit)),
-            {**params, **pred.params, "offset": 0},
-        )
-        return [row.id for row in rows]
+        return [row.id for row in await connection.execute(text(sql), params)]
 
 
 async def test_keyword_score_is_the_idf_weighted_rank_summed_over_the_operands_an_item_holds(
@@ -334,8 +349,7 @@ async def test_keyword_score_is_the_idf_weighted_rank_summed_over_the_operands_a
 ) -> None:
     """The score written out per operand sums what a subquery over ``terms`` sums: a phrase
     counts only where its words stand together, an all-stop-word operand adds nothing."""
-    from app.engine.keywords import KeywordQuery
-    from app.engine.postgres.statements import _KEYWORD_TERMS, TERM_STATISTICS, TermStatistics, keyword_params
+    from app.engine.postgres.statements import _KEYWORD_TERMS
 
     texts = [f"garden soil report {n}" for n in range(40)] + [
         "soil garden, the report turned over twice: soil soil",
@@ -431,19 +445,8 @@ async def test_the_commonest_words_top_up_is_gated_before_it_reads_a_row(
     (the pool short, commonest words in the query) must be decided once, before any row: as a join
     condition, a question of stop words under a 17k-item subtree read all of them (134 ms at 100k),
     in whichever join order the planner chose. One-Time Filters are that decision."""
-    from app.engine.keywords import KeywordQuery
-    from app.engine.postgres.statements import TERM_STATISTICS, TermStatistics, keyword_params, keyword_sql
-
     await pg_engine.store_many([learning(f"garden note {n}", namespace="team:few", tags=["few"]) for n in range(20)])
-    keywords = KeywordQuery.parse("the garden")
-    (stats,) = await pg_engine._rows(TERM_STATISTICS, {})
-    pred = filter_predicate(request_filter)
-    statistics = TermStatistics.of(stats)
-    params = {**keyword_params("english", keywords, 5, statistics), **pred.params, "count": 5, "offset": 0}
-    async with pg_engine.database.begin() as connection:
-        plan = [
-            row[0] for row in await connection.execute(text("EXPLAIN " + keyword_sql(pred, keywords, depth=5)), params)
-        ]
+    plan = await keyword_plan(pg_engine, "the garden", request_filter)
     gates = [line for line in plan if "One-Time Filter" in line]
     assert any("< '300'::bigint) AND (InitPlan" in line for line in gates), "\n".join(gates)
 
@@ -538,9 +541,6 @@ async def test_a_filtered_keyword_ranking_finds_words_and_filter_in_one_scan_of_
     pg_engine: PostgresEngine, request_filter: Filter, key: str
 ) -> None:
     """Words and filter as keys of one GIN scan (migration 0006), not two bitmaps as long as their posting lists."""
-    from app.engine.keywords import KeywordQuery
-    from app.engine.postgres.statements import TERM_STATISTICS, TermStatistics, keyword_params, keyword_sql
-
     # A tenth of the items hold the words, a third are admitted; the statistics say so.
     items = [
         learning(f"{'terms' if n % 10 == 0 else 'other'} note {n}", **admitted)
@@ -550,21 +550,8 @@ async def test_a_filtered_keyword_ranking_finds_words_and_filter_in_one_scan_of_
     for start in range(0, len(items), 100):
         await pg_engine.store_many(items[start : start + 100])
     await analyse(pg_engine)
-    keywords = KeywordQuery.parse("terms")
-    (stats,) = await pg_engine._rows(TERM_STATISTICS, {})
-    pred = filter_predicate(request_filter)
-    params = {
-        **keyword_params("english", keywords, 5, TermStatistics.of(stats)),
-        **pred.params,
-        "count": 5,
-        "offset": 0,
-    }
-    async with pg_engine.database.begin() as connection:
-        # On a table this small only a planner told to avoid a scan of it picks an index.
-        await connection.execute(text("SET LOCAL enable_seqscan = off"))
-        plan = [
-            row[0] for row in await connection.execute(text("EXPLAIN " + keyword_sql(pred, keywords, depth=5)), params)
-        ]
+    # On a table this small only a planner told to avoid a scan of it picks an index.
+    plan = await keyword_plan(pg_engine, "terms", request_filter, "SET LOCAL enable_seqscan = off")
     # The rarest words' matches and the middle words' (the commonest are read through the filter alone).
     words = [line for line in plan if "Index Cond" in line and "tsv @@" in line]
     assert len(words) == 2 and all(key in line for line in words), "\n".join(plan)
