@@ -48,7 +48,8 @@ class Settings(BaseSettings):
     # graph built at ef_construction 100 (migration 0005), 200 queries on a bulk-built 100k graph: unfiltered
     # ef 100 0.950 (4.3 ms), 150 0.965 (6.5 ms), 200 0.977 (7.2 ms); filtered ef 150 0.915 / 0.926 (~16 ms),
     # 200 0.921 / 0.932 (~19 ms), 300 0.931 / 0.942 (~17 ms). So 150 unfiltered and 200 filtered, with the
-    # same margins as before at about half the unfiltered cost.
+    # same margins as before at about half the unfiltered cost. Twelfth session: the graph at ef_construction
+    # 80 (migration 0007), grown by inserts in the bench's 100k run: 0.963 / 0.919 / 0.930 at these breadths.
     hnsw_ef_search: int = HNSW_EF_SEARCH
     hnsw_ef_search_filtered: int = HNSW_EF_SEARCH_FILTERED
     # relaxed_order, strict_order or off: how a filtered vector search keeps walking the index.

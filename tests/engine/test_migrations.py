@@ -22,6 +22,7 @@ from app.contract.requests import FetchRequest, ListRequest
 from app.embeddings.wordllama import WordLlamaEmbedder
 from app.engine.postgres import schema
 from app.engine.postgres.engine import PostgresEngine
+from app.engine.postgres.statements import HNSW_EF_CONSTRUCTION
 from app.main import create_app
 from app.settings import Settings
 from tests.deploy.scratch import ScratchServer, free_port, learnings, run_engram, scratch_server
@@ -341,6 +342,7 @@ async def test_0005_rebuilds_the_vector_index_wider_and_keeps_every_vector_in_it
     await engine.store_many(learnings(12))
     await engine.finish_indexing()
     await engine.close()
+    await _downgrade(url, "0005")
     assert "ef_construction='100'" in str(await _scalar(url, VECTOR_INDEX_DEF))
     await _downgrade(url, "0004")
     assert "ef_construction='40'" in str(await _scalar(url, VECTOR_INDEX_DEF))
@@ -349,6 +351,25 @@ async def test_0005_rebuilds_the_vector_index_wider_and_keeps_every_vector_in_it
     assert "ef_construction='100'" in str(await _scalar(url, VECTOR_INDEX_DEF))
     assert await _indexed_neighbours(url) == 12
 
+
+
+async def test_0007_rebuilds_the_vector_index_at_the_breadth_the_engine_builds_it_with(
+    scratch: ScratchServer, embedder: WordLlamaEmbedder
+) -> None:
+    url = scratch.new_database()
+    await _upgrade(url)
+    engine = await PostgresEngine.connect(url, embedder)
+    await engine.store_many(learnings(12))
+    await engine.finish_indexing()
+    await engine.close()
+    # Re-embedding builds the index from hnsw_index_sql: it and the migrations must agree.
+    assert f"ef_construction='{HNSW_EF_CONSTRUCTION}'" in str(await _scalar(url, VECTOR_INDEX_DEF))
+    await _downgrade(url, "0006")
+    assert "ef_construction='100'" in str(await _scalar(url, VECTOR_INDEX_DEF))
+    assert await _indexed_neighbours(url) == 12
+    await _upgrade(url, "0007")
+    assert "ef_construction='80'" in str(await _scalar(url, VECTOR_INDEX_DEF))
+    assert await _indexed_neighbours(url) == 12
 
 _INDEX_COLUMNS = """
     SELECT string_agg(a.attname, ', ' ORDER BY k.n) FROM pg_index x

@@ -479,9 +479,13 @@ def keyword_sql(pred: Predicate, keywords: KeywordQuery, *, depth: int) -> str:
 # graph upkeep: 100 inserts into the bulk-built graph 443 -> 493 ms, but in a graph grown by inserts
 # (the bench's 100k ingest, one indexer) 422 -> 270 items/s; two indexers (indexer.py) won back part
 # (295). ef_construction 160: ef_search 100 gives 0.963 / 0.922 / 0.929, but 100 inserts take 711 ms.
+# ef_construction 80 (migration 0007; twelfth session, the bench's 10k + 100k run, graph grown by inserts,
+# two indexers): 100k ingest 227 -> 265 items/s (1.51x -> 1.76x LangGraph's, same machine state), recall
+# 0.967 / 0.930 / 0.933 -> 0.963 / 0.919 / 0.930 at the same ef_search, vector p50 the same within noise.
+# 64 left filtered recall at 0.904 / 0.920 on a bulk-built graph, too near 0.9 (bench/analysis.md).
 HNSW_INDEX = "engram_embeddings_hnsw"
 HNSW_M = 16
-HNSW_EF_CONSTRUCTION = 100
+HNSW_EF_CONSTRUCTION = 80
 # How far a search walks the graph, unfiltered and filtered: the defaults of the engine and of
 # the service's settings (measured where the setting is, app/settings.py).
 HNSW_EF_SEARCH = 150
