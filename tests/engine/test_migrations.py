@@ -333,15 +333,21 @@ async def _indexed_neighbours(url: str) -> int:
         await engine.dispose()
 
 
-async def test_0005_rebuilds_the_vector_index_wider_and_keeps_every_vector_in_it(
-    scratch: ScratchServer, embedder: WordLlamaEmbedder
-) -> None:
+async def _with_indexed_learnings(scratch: ScratchServer, embedder: WordLlamaEmbedder, count: int) -> str:
+    """A new database at head holding ``count`` learnings, every vector in the HNSW index; its URL."""
     url = scratch.new_database()
     await _upgrade(url)
     engine = await PostgresEngine.connect(url, embedder)
-    await engine.store_many(learnings(12))
+    await engine.store_many(learnings(count))
     await engine.finish_indexing()
     await engine.close()
+    return url
+
+
+async def test_0005_rebuilds_the_vector_index_wider_and_keeps_every_vector_in_it(
+    scratch: ScratchServer, embedder: WordLlamaEmbedder
+) -> None:
+    url = await _with_indexed_learnings(scratch, embedder, 12)
     await _downgrade(url, "0005")
     assert "ef_construction='100'" in str(await _scalar(url, VECTOR_INDEX_DEF))
     await _downgrade(url, "0004")
@@ -352,16 +358,10 @@ async def test_0005_rebuilds_the_vector_index_wider_and_keeps_every_vector_in_it
     assert await _indexed_neighbours(url) == 12
 
 
-
 async def test_0007_rebuilds_the_vector_index_at_the_breadth_the_engine_builds_it_with(
     scratch: ScratchServer, embedder: WordLlamaEmbedder
 ) -> None:
-    url = scratch.new_database()
-    await _upgrade(url)
-    engine = await PostgresEngine.connect(url, embedder)
-    await engine.store_many(learnings(12))
-    await engine.finish_indexing()
-    await engine.close()
+    url = await _with_indexed_learnings(scratch, embedder, 12)
     # Re-embedding builds the index from hnsw_index_sql: it and the migrations must agree.
     assert f"ef_construction='{HNSW_EF_CONSTRUCTION}'" in str(await _scalar(url, VECTOR_INDEX_DEF))
     await _downgrade(url, "0006")
@@ -370,6 +370,7 @@ async def test_0007_rebuilds_the_vector_index_at_the_breadth_the_engine_builds_i
     await _upgrade(url, "0007")
     assert "ef_construction='80'" in str(await _scalar(url, VECTOR_INDEX_DEF))
     assert await _indexed_neighbours(url) == 12
+
 
 _INDEX_COLUMNS = """
     SELECT string_agg(a.attname, ', ' ORDER BY k.n) FROM pg_index x
