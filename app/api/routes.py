@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, Depends, Request, Response
+from fastapi import APIRouter, Body, Depends, Response
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 
 from app.api import examples
+from app.api.endpoint import JsonBodyRoute, engine_of
 from app.api.envelope import ErrorCatalogue, ErrorEnvelope
 from app.contract.errors import catalogue
 from app.contract.items import StoreItem
@@ -64,14 +65,10 @@ def answer(model: BaseModel, status_code: int = 200) -> Response:
     return Response(wire_json(model), status_code=status_code, media_type="application/json")
 
 
-async def engine_of(request: Request) -> MemoryEngine:
-    """Async so FastAPI calls it on the loop: a plain ``def`` dependency costs a thread hop per request."""
-    return request.app.state.engine  # type: ignore[no-any-return]
-
-
 Engine = Annotated[MemoryEngine, Depends(engine_of)]
 
-router = APIRouter(prefix="/v1")
+# Every POST route is (body, engine): JsonBodyRoute serves it without FastAPI's dependency machinery.
+router = APIRouter(prefix="/v1", route_class=JsonBodyRoute)
 
 
 @router.get("/engine", response_model=EngineDescriptor, operation_id="engine", responses=documented(401, 500))

