@@ -387,8 +387,22 @@ async def settle(urls: Sequence[str]) -> float:
     return time.perf_counter() - start
 
 
+class Clock:
+    """Seconds per phase of a run, in order: where the run's wall time goes (the issue bounds it at 100k)."""
+
+    def __init__(self) -> None:
+        self.phases: dict[str, float] = {}
+        self._last = time.perf_counter()
+
+    def lap(self, phase: str) -> None:
+        now = time.perf_counter()
+        self.phases[phase] = round(self.phases.get(phase, 0.0) + now - self._last, 1)
+        self._last = now
+
+
 async def run_one(n: int, query_count: int, seed: int) -> tuple[dict[str, Any], dict[str, str]]:
     started = time.perf_counter()
+    clock = Clock()
     say(f"N={n}: building the corpus (seed {seed})")
     corpus = build_corpus(n, seed)
     queries = build_queries(query_count, seed + 100)
@@ -400,6 +414,7 @@ async def run_one(n: int, query_count: int, seed: int) -> tuple[dict[str, Any], 
     result["raw_shares_database"] = True
     result["truth"] = "numpy"
     result["started_at"] = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    clock.lap("corpus")
     session = {
         **rawsql.ENGINE_SESSION,
         "hnsw.ef_search (filtered, per statement)": str(rawsql.EF_SEARCH_FILTERED),
@@ -428,6 +443,7 @@ async def run_one(n: int, query_count: int, seed: int) -> tuple[dict[str, Any], 
                     try:
                         raw = RawSql(raw_conn, embedder, second=raw_second, indexing=raw_indexing)
                         async with open_store(urls["langgraph"], embedder) as langgraph:
+                            clock.lap("start")
                             ingested = await ingest(
                                 [
                                     Ingesting(
@@ -445,16 +461,20 @@ async def run_one(n: int, query_count: int, seed: int) -> tuple[dict[str, Any], 
                                 {"ingest": ingested[name]} for name in ("engram", "raw", "langgraph")
                             )
                             result["raw"]["ingest"]["phases_ms"] = {k: summary(v) for k, v in raw.phases.items()}
+                            clock.lap("ingest")
                             settled = await settle(list(urls.values()))
                             say(f"databases vacuumed, analyzed and checkpointed in {settled:.1f} s")
                             result["settle_s"] = round(settled, 1)
                             systems = {"engram": http, "raw": RawFetcher(raw), "langgraph": langgraph}
                             floor = Probe(http.floor)
+                            clock.lap("settle")
                             latency, answers = await fetch_cases(systems, queries, floor)
+                            clock.lap("fetch")
                             result["engram"]["floor_between_fetches"] = summary(floor.samples)
                             result["agreement"] = agreement(answers["engram"], answers["raw"])
                             result["engram"].update(await engram_suite(http, corpus, queries, rng))
                             result["raw"].update(await raw_suite(raw, corpus, queries, rng))
+                            clock.lap("other operations")
                         for name in systems:
                             result[name]["fetch"] = latency[name]
                         embed_calls = [lambda q=q: embedder.embed([q]) for q in queries.questions]
@@ -462,6 +482,7 @@ async def run_one(n: int, query_count: int, seed: int) -> tuple[dict[str, Any], 
                         say("quality: exact rankings for recall@10")
                         truth = await ExactNeighbours.load(exact_conn, embedder.name)
                         result["quality"] = await quality(truth, embedder, queries, answers)
+                        clock.lap("exact truth")
                         say("proposed statement shapes")
                         filters = {
                             v: [
@@ -471,12 +492,15 @@ async def run_one(n: int, query_count: int, seed: int) -> tuple[dict[str, Any], 
                             for v in VARIANTS
                         }
                         result["proposals"] = await measure_proposals(raw, queries, filters, answers["raw"])
+                        clock.lap("statement shapes")
                         profile = await plans(raw, embedder, queries)
                     finally:
                         await raw_conn.close()
                         await raw_second.close()
                         await raw_indexing.close()
                         await exact_conn.close()
+    clock.lap("plans and stop")
+    result["phases_s"] = clock.phases
     result["duration_s"] = round(time.perf_counter() - started, 1)
     result["machine"]["load_average_end"] = [round(x, 2) for x in os.getloadavg()]
     say(f"N={n}: done in {result['duration_s']:.0f} s")
