@@ -27,8 +27,8 @@ from app.engine.postgres.statements import (
     KEYWORD_BUDGET,
     KEYWORD_SCORED,
     keyword_params,
-    keyword_settings_sql,
     keyword_sql,
+    plans_generic,
 )
 from bench.corpus import QuerySet
 from bench.rawsql import RawSql
@@ -59,7 +59,7 @@ class Proposals:
             for r in await self._raw.run(
                 keyword_sql(pred, keywords, depth=11),
                 params,
-                settings=keyword_settings_sql(pred.admits_all),
+                generic_plan=plans_generic(pred),
             )
         ][:10]
 

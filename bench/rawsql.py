@@ -21,7 +21,6 @@ from app.engine.keywords import KeywordQuery
 from app.engine.postgres.engine import (
     StatisticsCache,
     index_was_enough,
-    one_statement_under,
     search_breadth,
     vector_literal,
     vector_literals,
@@ -36,18 +35,18 @@ from app.engine.postgres.statements import (
     explore_sql,
     get_sql,
     keyword_params,
-    keyword_settings_sql,
     keyword_sql,
     list_sql,
-    local_settings_sql,
+    plans_generic,
     positional,
     vector_sql,
 )
 from app.settings import Settings
 from bench.corpus import CorpusItem
 
-# The session settings PostgresEngine.connect gives every pooled connection (keep in sync with it):
-# the floor must search the index as the service does, or its figures are not the same query.
+# The session settings PostgresEngine.connect gives its first pool's connections (keep in sync with
+# it; its second pool's plan generic): the floor must search the index as the service does, or its
+# figures are not the same query.
 ENGINE_SESSION = {
     "statement_timeout": str(Settings.model_fields["statement_timeout_ms"].default),
     "jit": "off",
@@ -55,7 +54,7 @@ ENGINE_SESSION = {
     "hnsw.ef_search": str(Settings.model_fields["hnsw_ef_search"].default),
     "hnsw.iterative_scan": "relaxed_order",
 }
-# A filtered search's breadth, which the engine sets for that statement alone (SET LOCAL).
+# A filtered search's breadth, which the engine's statement sets for itself (vector_sql).
 EF_SEARCH_FILTERED = Settings.model_fields["hnsw_ef_search_filtered"].default
 # How many vectors may wait for the index before a write indexes some itself, as in the engine.
 BACKLOG_LIMIT = Settings.model_fields["vector_backlog_limit"].default
@@ -63,9 +62,10 @@ BACKLOG_LIMIT = Settings.model_fields["vector_backlog_limit"].default
 INDEXERS = Settings.model_fields["vector_indexers"].default
 
 
-async def connect(url: str) -> asyncpg.Connection:
-    """One connection set up as the engine sets up its pool's."""
-    return await asyncpg.connect(url, server_settings=ENGINE_SESSION)
+async def connect(url: str, *, generic_plan: bool = False) -> asyncpg.Connection:
+    """One connection set up as the engine sets up its pools' (``generic_plan``: its second pool's)."""
+    plans = {"plan_cache_mode": "force_generic_plan"} if generic_plan else {}
+    return await asyncpg.connect(url, server_settings={**ENGINE_SESSION, **plans})
 
 
 async def indexing_pool(url: str) -> asyncpg.Pool:
@@ -82,22 +82,27 @@ async def wait_for_empty_backlog(connection: asyncpg.Connection, poll_s: float =
 
 
 class RawSql:
-    """One asyncpg connection, a cache of prepared statements, and the engine's query logic."""
+    """asyncpg connections as the engine's pools have them, a cache of prepared statements, and the
+    engine's query logic.
+
+    ``custom`` and ``generic`` are two connections each, planning for the values and reusing one
+    generic plan (plans_generic): the engine runs a hybrid fetch's two rankings at once on two
+    connections, and so does this baseline. Everything else runs on the first custom one.
+    """
 
     def __init__(
         self,
-        connection: asyncpg.Connection,
+        custom: tuple[asyncpg.Connection, asyncpg.Connection],
+        generic: tuple[asyncpg.Connection, asyncpg.Connection],
         embedder: WordLlamaEmbedder,
         ts_config: str = "english",
         *,
-        second: asyncpg.Connection | None = None,
         indexing: asyncpg.Pool | None = None,
     ):
-        self._db = connection
+        self._connections = {False: custom, True: generic}
+        self._db = custom[0]
         # The engine's vector indexer (the same class and statements) on connections of its own.
         self.indexer = VectorIndexer(indexing.acquire, workers=INDEXERS) if indexing is not None else None
-        # The engine runs a hybrid fetch's two rankings at once on two connections; so does this baseline.
-        self._second = second
         self._embedder = embedder
         self._cfg = ts_config
         self._prepared: dict[tuple[int, str], asyncpg.prepared_stmt.PreparedStatement] = {}
@@ -110,29 +115,19 @@ class RawSql:
         }
 
     async def run(
-        self,
-        sql: str,
-        params: dict[str, Any],
-        *,
-        settings: str | None = None,
-        on: asyncpg.Connection | None = None,
+        self, sql: str, params: dict[str, Any], *, generic_plan: bool = False, second: bool = False
     ) -> list[asyncpg.Record]:
-        connection = on or self._db
+        connection = self._connections[generic_plan][int(second)]
         converted, args = positional(sql, params)
         statement = self._prepared.get((id(connection), converted))
         if statement is None:
             statement = await connection.prepare(converted)
             self._prepared[(id(connection), converted)] = statement
-        if settings is None:
-            return list(await statement.fetch(*args))
-        return list(await one_statement_under(connection, settings, lambda: statement.fetch(*args)))
+        return list(await statement.fetch(*args))
 
-    async def explain(self, sql: str, params: dict[str, Any], *, settings: str | None = None) -> str:
+    async def explain(self, sql: str, params: dict[str, Any], *, generic_plan: bool = False) -> str:
         converted, args = positional(sql, params)
-        async with self._db.transaction():
-            if settings is not None:
-                await self._db.execute(settings)
-            rows = await self._db.fetch("EXPLAIN (ANALYZE, BUFFERS) " + converted, *args)
+        rows = await self._connections[generic_plan][0].fetch("EXPLAIN (ANALYZE, BUFFERS) " + converted, *args)
         return "\n".join(row[0] for row in rows)
 
     # Writes: the engine's two inserts in one transaction, embedding included, then its indexer.
@@ -194,9 +189,9 @@ class RawSql:
 
     async def fetch_statement(
         self, query: str, mode: str, request_filter: Filter, vector: list[float] | None, *, exact: bool = False
-    ) -> tuple[str, dict[str, Any], str | None]:
+    ) -> tuple[str, dict[str, Any], bool]:
         """The keyword or vector statement of a first page (a hybrid fetch runs both, at that depth),
-        its parameters and the settings it runs under, as the engine sends them."""
+        its parameters and whether it runs on a generic plan, as the engine sends them."""
         pred = filter_predicate(request_filter)
         keywords = KeywordQuery.parse(query)
         count, offset = 11, 0  # limit 10 + the one row that says whether there is a next page
@@ -209,28 +204,34 @@ class RawSql:
                     **keyword_params(self._cfg, keywords, offset + count, await self.term_statistics()),
                     "count": count,
                 },
-                keyword_settings_sql(pred.admits_all),
+                plans_generic(pred),
             )
         vec = {"vec": vector_literal(vector or []), "model": self._embedder.name, "depth": offset + count}
         breadth = search_breadth(pred, exact=exact, filtered=EF_SEARCH_FILTERED)
         return (
-            vector_sql(pred.sql(), exact=exact, dimension=self._embedder.dimension),
+            vector_sql(pred.sql(), exact=exact, dimension=self._embedder.dimension, breadth=breadth),
             {**base, **vec},
-            local_settings_sql(ef_search=breadth),
+            plans_generic(pred),
         )
 
     async def _ranking(
-        self, query: str, mode: str, request_filter: Filter, vector: list[float] | None, limit: int, on: Any = None
+        self,
+        query: str,
+        mode: str,
+        request_filter: Filter,
+        vector: list[float] | None,
+        limit: int,
+        second: bool = False,
     ) -> list[asyncpg.Record]:
         """One ranking's first page and its next-page row, with the engine's exact fallback for vectors."""
         if mode == "keyword":
             if KeywordQuery.parse(query).is_empty:
                 return []
-            sql, params, settings = await self.fetch_statement(query, mode, request_filter, None)
-            return await self.run(sql, params, settings=settings, on=on)
+            sql, params, generic = await self.fetch_statement(query, mode, request_filter, None)
+            return await self.run(sql, params, generic_plan=generic, second=second)
         for exact in (False, True):
-            sql, params, settings = await self.fetch_statement(query, mode, request_filter, vector, exact=exact)
-            rows = await self.run(sql, params, settings=settings, on=on)
+            sql, params, generic = await self.fetch_statement(query, mode, request_filter, vector, exact=exact)
+            rows = await self.run(sql, params, generic_plan=generic, second=second)
             if exact or index_was_enough(rows, limit + 1):
                 return rows
         raise AssertionError("unreachable")
@@ -243,7 +244,7 @@ class RawSql:
             return [r["id"] for r in await self._ranking(query, mode, request_filter, vector, limit)][:limit]
         keyword, nearest = await asyncio.gather(
             self._ranking(query, "keyword", request_filter, None, limit),
-            self._ranking(query, "vector", request_filter, vector, limit, on=self._second),
+            self._ranking(query, "vector", request_filter, vector, limit, second=True),
         )
         seq = {r["id"]: r["seq"] for r in (*keyword, *nearest)}
         return [item_id for item_id, _ in fuse([[r["id"] for r in keyword], [r["id"] for r in nearest]], seq)][:limit]

@@ -334,9 +334,9 @@ async def plans(raw: RawSql, embedder: WordLlamaEmbedder, queries: QuerySet) -> 
                 )
                 continue
             request_filter = Filter.model_validate(wire_filter(variant, tag, subtree))
-            sql, params, settings = await raw.fetch_statement(question, mode, request_filter, vector)
+            sql, params, generic = await raw.fetch_statement(question, mode, request_filter, vector)
             out[f"{mode}/{variant}"] = f"-- query: {question!r} tag {tag!r} subtree {subtree!r}\n" + (
-                await raw.explain(sql, params, settings=settings)
+                await raw.explain(sql, params, generic_plan=generic)
             )
     return out
 
@@ -418,7 +418,7 @@ async def run_one(n: int, query_count: int, seed: int) -> tuple[dict[str, Any], 
     session = {
         **rawsql.ENGINE_SESSION,
         "hnsw.ef_search (filtered, per statement)": str(rawsql.EF_SEARCH_FILTERED),
-        "plan_cache_mode (keyword without a filter, per statement)": "force_generic_plan",
+        "plan_cache_mode (rankings without a filter: a second pool of connections)": "force_generic_plan",
     }
     result["session_settings"] = {
         "engram": session,
@@ -438,10 +438,13 @@ async def run_one(n: int, query_count: int, seed: int) -> tuple[dict[str, Any], 
                     http = EngramHttp(session)
                     raw_conn = await rawsql.connect(urls["engram"])
                     raw_second = await rawsql.connect(urls["engram"])
+                    raw_generic = [await rawsql.connect(urls["engram"], generic_plan=True) for _ in range(2)]
                     raw_indexing = await rawsql.indexing_pool(urls["engram"])
                     exact_conn = await rawsql.connect(urls["engram"])
                     try:
-                        raw = RawSql(raw_conn, embedder, second=raw_second, indexing=raw_indexing)
+                        raw = RawSql(
+                            (raw_conn, raw_second), (raw_generic[0], raw_generic[1]), embedder, indexing=raw_indexing
+                        )
                         async with open_store(urls["langgraph"], embedder) as langgraph:
                             clock.lap("start")
                             ingested = await ingest(
@@ -497,6 +500,8 @@ async def run_one(n: int, query_count: int, seed: int) -> tuple[dict[str, Any], 
                     finally:
                         await raw_conn.close()
                         await raw_second.close()
+                        for connection in raw_generic:
+                            await connection.close()
                         await raw_indexing.close()
                         await exact_conn.close()
     clock.lap("plans and stop")

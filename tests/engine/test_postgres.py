@@ -31,7 +31,7 @@ from app.engine.postgres.statements import (
     TermStatistics,
     keyword_params,
     keyword_sql,
-    local_settings_sql,
+    vector_sql,
 )
 from tests.conftest import truncate
 
@@ -169,48 +169,84 @@ async def test_selective_filter_in_vector_mode_still_fills_the_page(
             await connection.execute(text("ALTER DATABASE postgres RESET enable_sort"))
 
 
+def index_buffers(plan: str) -> int:
+    """Shared buffers the HNSW index scan of an EXPLAIN (ANALYZE, BUFFERS) read: how far it walked."""
+    lines = plan.splitlines()
+    (at,) = [n for n, line in enumerate(lines) if "Index Scan using engram_embeddings_hnsw" in line]
+    buffers = next(line for line in lines[at + 1 :] if "Buffers:" in line)
+    return sum(int(part.split("=")[1]) for part in buffers.split() if "=" in part)
+
+
 async def test_a_filtered_search_walks_the_index_wider_for_its_statement_alone(
     database_url: str, embedder: Any
 ) -> None:
-    engine = await PostgresEngine.connect(database_url, embedder, pool_size=1, ef_search=123, ef_search_filtered=456)
-    breadth = "SELECT current_setting('hnsw.ef_search') AS ef"
+    """The breadth travels inside the statement: the walk follows it, and the connection keeps its own."""
+    from app.engine.postgres.engine import vector_literal
+
+    engine = await PostgresEngine.connect(
+        database_url, embedder, pool_size=1, pool_overflow=0, ef_search=123, ef_search_filtered=456
+    )
     try:
         assert engine._breadth(filter_predicate(Filter(tags_any=["x"])), exact=False) == 456
         assert engine._breadth(filter_predicate(Filter(kinds=["learning"])), exact=False) == 456
         assert engine._breadth(filter_predicate(Filter()), exact=False) is None
         assert engine._breadth(filter_predicate(Filter(tags_any=["x"])), exact=True) is None
+        await truncate(engine)
+        for batch in range(3):
+            await engine.store_many([learning(f"breadth probe {batch} {n}") for n in range(100)])
+        await engine.finish_indexing()
+        (vector,) = await embedder.embed(["breadth probe"])
+        params = {"vec": vector_literal(vector), "model": embedder.name, "depth": 5, "offset": 0}
+        walked = {}
+        async with engine.database.begin() as connection:
+            # On a table this small only a planner told to avoid the alternatives picks an index.
+            for setting in ("enable_seqscan", "enable_bitmapscan", "enable_sort"):
+                await connection.execute(text(f"SET LOCAL {setting} = off"))
+            for breadth in (5, 400):  # the connection's own is 123, between them
+                sql = vector_sql("TRUE", exact=False, dimension=embedder.dimension, breadth=breadth)
+                rows = await connection.execute(text("EXPLAIN (ANALYZE, BUFFERS) " + sql), params)
+                walked[breadth] = index_buffers("\n".join(row[0] for row in rows))
+        assert walked[400] > 2 * walked[5], walked
         # One pooled connection: what one statement set must not reach the next.
-        wider = local_settings_sql(ef_search=456)
-        assert (await engine._rows(breadth, {}, settings=wider))[0]["ef"] == "456"
-        assert (await engine._rows(breadth, {}))[0]["ef"] == "123"
-        with pytest.raises(EngineFailure):
-            await engine._rows("SELECT 1 / 0", {}, settings=wider)
+        breadth = "SELECT current_setting('hnsw.ef_search') AS ef"
+        widened = vector_sql("TRUE", exact=False, dimension=embedder.dimension, breadth=456)
+        assert len(await engine._rows(widened, params)) == 5
         assert (await engine._rows(breadth, {}))[0]["ef"] == "123"
     finally:
         await engine.close()
 
 
-async def test_keyword_statements_without_a_filter_reuse_one_plan_and_filtered_ones_are_planned_for_their_values(
+async def test_rankings_without_a_filter_reuse_one_plan_and_filtered_ones_are_planned_for_their_values(
     database_url: str, embedder: Any
 ) -> None:
     """A generic plan saves the planning where the values change no estimate, and only there."""
     engine = await PostgresEngine.connect(database_url, embedder, pool_size=1, pool_overflow=0)
-    plans = "SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement LIKE '%' || :marker || '%'"
+    plans = (
+        "SELECT generic_plans, custom_plans FROM pg_prepared_statements "
+        "WHERE statement LIKE '%' || :marker || '%' AND statement NOT LIKE '%' || :other || '%'"
+    )
     try:
         await truncate(engine)
         await engine.store_many([learning(f"plan note {i}", tags=["planned"]) for i in range(5)])
+        await engine.finish_indexing()
         for _ in range(3):
-            await engine.fetch(FetchRequest(query="plan note", mode="keyword", limit=3))
-            await engine.fetch(
-                FetchRequest(query="plan note", mode="keyword", filter=Filter(tags_any=["planned"]), limit=3)
-            )
+            for mode in ("keyword", "vector"):
+                await engine.fetch(FetchRequest(query="plan note", mode=mode, limit=3))  # type: ignore[arg-type]
+                await engine.fetch(
+                    FetchRequest(query="plan note", mode=mode, filter=Filter(tags_any=["planned"]), limit=3)  # type: ignore[arg-type]
+                )
         # Only the unfiltered ranking gathers pairs of rare words; only the filtered one reads tags.
-        (unfiltered,) = await engine._rows(plans, {"marker": "pairs AS"})
-        assert (unfiltered["generic_plans"], unfiltered["custom_plans"]) == (3, 0)
-        (filtered,) = await engine._rows(plans, {"marker": "i.tags &&"})
-        assert (filtered["generic_plans"], filtered["custom_plans"]) == (0, 3)
-        # And the connection plans for the values again afterwards.
-        assert (await engine._rows("SELECT current_setting('plan_cache_mode') AS m", {}))[0]["m"] == "force_custom_plan"
+        # Each pool keeps its own prepared statements: the unfiltered ones are all on the second.
+        for marker, generic in (("pairs AS", True), ("halfvec", True)):
+            (unfiltered,) = await engine._rows(plans, {"marker": marker, "other": "no such text"}, generic_plan=generic)
+            assert (unfiltered["generic_plans"], unfiltered["custom_plans"]) == (3, 0), marker
+        for marker, other in (("i.tags &&", "halfvec"), ("'hnsw.ef_search'", "tsv")):
+            (filtered,) = await engine._rows(plans, {"marker": marker, "other": other})
+            assert (filtered["generic_plans"], filtered["custom_plans"]) == (0, 3), marker
+            assert not await engine._rows(plans, {"marker": marker, "other": other}, generic_plan=True), marker
+        setting = "SELECT current_setting('plan_cache_mode') AS m"
+        assert (await engine._rows(setting, {}))[0]["m"] == "force_custom_plan"
+        assert (await engine._rows(setting, {}, generic_plan=True))[0]["m"] == "force_generic_plan"
     finally:
         await engine.close()
 
@@ -626,27 +662,36 @@ async def _pooled_backend_pid(engine: PostgresEngine) -> int:
 
 
 async def test_a_read_costs_one_statement_and_no_ping(database_url: str, embedder: Any) -> None:
-    """No pre-ping round trips: the pool checks for closed connections without asking the server."""
-    # One pooled connection, so every statement is seen: the vector indexer's own go aside.
+    """One round trip a read: no pre-ping (the pool checks for closed connections without asking
+    the server), and a statement's own settings (a generic plan, a wider walk) cost none."""
+    # One connection a pool, so every statement is seen: the vector indexer's own go aside.
     engine = await PostgresEngine.connect(database_url, embedder, pool_size=1, pool_overflow=0)
     try:
-        await engine.store(learning("one statement per read"))
+        # Enough for a page from the index alone: fewer and the vector search also scans exactly.
+        await engine.store_many([learning(f"one statement per read {n}", tags=["seen"]) for n in range(6)])
         await engine.finish_indexing()
-        await engine.fetch(FetchRequest(query="statement", mode="keyword", limit=3))  # reads the word statistics
-        statements: list[str] = []
-        async with engine.database.connect() as connection:
-            raw = (await connection.get_raw_connection()).driver_connection
-            raw.add_query_logger(lambda record: statements.append(record.query))  # type: ignore[union-attr]
-        await engine.fetch(FetchRequest(query="statement", mode="keyword", limit=3))
-        await engine.list(ListRequest(limit=3))
+
+        async def read() -> None:
+            await engine.fetch(FetchRequest(query="statement", mode="keyword", limit=3))
+            tagged = Filter(tags_any=["seen"])
+            await engine.fetch(FetchRequest(query="statement", mode="vector", filter=tagged, limit=3))
+            await engine.list(ListRequest(limit=3))
+
+        await read()  # the word statistics read, the vector types introspected: once a connection
+        statements: dict[str, list[str]] = {"custom": [], "generic": []}
+        for name, pool in (("custom", engine.database), ("generic", engine._generic)):
+            async with pool.connect() as connection:
+                raw = (await connection.get_raw_connection()).driver_connection
+                raw.add_query_logger(lambda record, seen=statements[name]: seen.append(record.query))  # type: ignore[union-attr]
+        await read()
     finally:
         await engine.close()
-    # The indexer's workers poll on the same connection; a statement's own settings are not a ping.
-    indexer = (INDEXER_LOCK_ORDER, "FOR KEY SHARE", "BEGIN", "COMMIT", "SET LOCAL")
-    reads = [s for s in statements if not any(word in s for word in indexer)]
-    assert len(reads) == 2, statements
-    # The unfiltered keyword ranking's settings (a generic plan) travel with its BEGIN, in one message.
-    assert [s for s in statements if "SET LOCAL" in s] == ["BEGIN; SET LOCAL plan_cache_mode = force_generic_plan"]
+    # The indexer's workers poll on the first pool's connection.
+    indexer = (INDEXER_LOCK_ORDER, "FOR KEY SHARE", "BEGIN", "COMMIT")
+    reads = {name: [s for s in seen if not any(word in s for word in indexer)] for name, seen in statements.items()}
+    assert [len(reads["custom"]), len(reads["generic"])] == [2, 1], statements
+    assert not [s for seen in statements.values() for s in seen if s.lstrip().upper().startswith("SET")]
+    assert not [s for s in statements["generic"] if s.lstrip().upper().startswith(("BEGIN", "COMMIT"))]
 
 
 async def test_connections_the_server_closed_are_replaced_not_used(

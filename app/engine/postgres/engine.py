@@ -70,10 +70,9 @@ from app.engine.postgres.statements import (
     explore_sql,
     get_sql,
     keyword_params,
-    keyword_settings_sql,
     keyword_sql,
     list_sql,
-    local_settings_sql,
+    plans_generic,
     positional,
     vector_sql,
 )
@@ -130,28 +129,10 @@ def _discard_closed(dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
         raise DisconnectionError("the server closed this pooled connection")
 
 
-Rows = TypeVar("Rows")
-
-
-async def one_statement_under(
-    connection: asyncpg.Connection, settings: str, statement: Callable[[], Awaitable[Rows]]
-) -> Rows:
-    """``statement`` run under ``settings`` (local_settings_sql) in a transaction of its own.
-
-    BEGIN goes in the settings' own message: three round trips instead of four, each ~0.5 ms
-    on these 2 shared cores (100k copy, tenth session: BEGIN, SET, SELECT 1, COMMIT p50 2.07 ms
-    against 1.48; the unfiltered keyword statement 15.4 -> 14.7). A failure leaves the
-    transaction open: the caller discards the connection (PostgresEngine._connection does).
-    """
-    await connection.execute(f"BEGIN; {settings}")
-    rows = await statement()
-    await connection.execute("COMMIT")
-    return rows
-
-
 def search_breadth(pred: Predicate, *, exact: bool, filtered: int | None) -> int | None:
-    """The HNSW breadth of a search through the index under ``pred``: ``filtered`` when it filters,
-    None (the connection's own) otherwise, or for an exact scan, which walks no index."""
+    """The HNSW breadth of a search through the index under ``pred`` (vector_sql's ``breadth``):
+    ``filtered`` when it filters, None (the connection's own) otherwise, or for an exact scan,
+    which walks no index."""
     return None if exact or pred.admits_all else filtered
 
 
@@ -246,6 +227,7 @@ class PostgresEngine:
     def __init__(
         self,
         engine: AsyncEngine,
+        generic_plans: AsyncEngine,
         embedder: Embedder,
         *,
         limits: Limits = DEFAULT_LIMITS,
@@ -256,6 +238,7 @@ class PostgresEngine:
         indexers: int = 2,
     ) -> None:
         self._db = engine
+        self._generic = generic_plans
         self._indexer = VectorIndexer(self._connection, workers=indexers)
         self._backlog_limit = backlog_limit
         self._ef_search_filtered = ef_search_filtered
@@ -292,7 +275,10 @@ class PostgresEngine:
         background_indexing: bool = True,
         indexers: int = 2,
     ) -> PostgresEngine:
-        """Open the pool, read the settings the schema was made with, start the vector indexer.
+        """Open the pools, read the settings the schema was made with, start the vector indexer.
+
+        Two pools of ``pool_size`` (+ ``pool_overflow``) connections each: one plans every
+        statement for its values, the other reuses one generic plan per statement (plans_generic).
 
         ``ef_search`` is every connection's HNSW breadth; a filtered search runs with
         ``ef_search_filtered`` (when given) instead, since the filter discards most candidates.
@@ -301,41 +287,47 @@ class PostgresEngine:
         the rest, each on a pooled connection. Without ``background_indexing`` only such writes
         and ``finish_indexing`` index (tests that need a backlog to stay).
         """
-        engine = create_async_engine(
-            async_url(url),
-            pool_size=pool_size,
-            max_overflow=pool_overflow,
-            pool_timeout=connect_timeout_s,
-            # Every hit's meta is jsonb: orjson reads it ~4x faster than the json module
-            # (a 100-item list spent 8% of the service's time there, py-spy, fourth session).
-            json_deserializer=orjson.loads,
-            connect_args={
-                "timeout": connect_timeout_s,
-                "command_timeout": statement_timeout_ms / 1000 + connect_timeout_s,
-                "server_settings": {
-                    "statement_timeout": str(statement_timeout_ms),
-                    "jit": "off",  # JIT compiles cost more than these short queries take
-                    # Plan each statement for its values: how selective a filter is and how
-                    # common the query's words are decide between an index and a scan, and
-                    # asyncpg's cached statements would otherwise switch to one generic plan.
-                    # A keyword ranking without a filter asks for one (keyword_settings_sql).
-                    "plan_cache_mode": "force_custom_plan",
-                    "hnsw.ef_search": str(ef_search),
-                    # A filtered vector search keeps scanning the index until it has enough rows.
-                    "hnsw.iterative_scan": iterative_scan,
+        def pool(plan_cache_mode: str) -> AsyncEngine:
+            pooled = create_async_engine(
+                async_url(url),
+                pool_size=pool_size,
+                max_overflow=pool_overflow,
+                pool_timeout=connect_timeout_s,
+                # Every hit's meta is jsonb: orjson reads it ~4x faster than the json module
+                # (a 100-item list spent 8% of the service's time there, py-spy, fourth session).
+                json_deserializer=orjson.loads,
+                connect_args={
+                    "timeout": connect_timeout_s,
+                    "command_timeout": statement_timeout_ms / 1000 + connect_timeout_s,
+                    "server_settings": {
+                        "statement_timeout": str(statement_timeout_ms),
+                        "jit": "off",  # JIT compiles cost more than these short queries take
+                        "plan_cache_mode": plan_cache_mode,
+                        "hnsw.ef_search": str(ef_search),
+                        # A filtered vector search keeps scanning the index until it has enough rows.
+                        "hnsw.iterative_scan": iterative_scan,
+                    },
                 },
-            },
-        )
-        event.listen(engine.sync_engine, "checkout", _discard_closed)
+            )
+            event.listen(pooled.sync_engine, "checkout", _discard_closed)
+            return pooled
+
+        # Plan each statement for its values: how selective a filter is and how common the
+        # query's words are decide between an index and a scan, and asyncpg's cached statements
+        # would otherwise switch to one generic plan. A ranking without a filter, whose values
+        # change no estimate, runs on the second pool's one generic plan (plans_generic).
+        engine, generic = pool("force_custom_plan"), pool("force_generic_plan")
         try:
             with database_errors():
                 await ensure_current(engine)
                 settings = await cls._read_settings(engine, embedder)
         except BaseException:
             await engine.dispose()
+            await generic.dispose()
             raise
         connected = cls(
             engine,
+            generic,
             embedder,
             limits=limits,
             text_search_config=settings["text_search_config"],
@@ -385,6 +377,7 @@ class PostgresEngine:
     async def close(self) -> None:
         await self._indexer.stop()
         await self._db.dispose()
+        await self._generic.dispose()
 
     async def finish_indexing(self) -> None:
         """Move the whole vector backlog into the index now (the indexer would, shortly)."""
@@ -529,30 +522,27 @@ class PostgresEngine:
             return await self._vector(vector, request_filter, offset, count)
         return await self._hybrid(keywords, vector, request_filter, offset, count)
 
-    async def _rows(self, sql: str, params: dict[str, Any], *, settings: str | None = None) -> list[Mapping[str, Any]]:
-        """A read on a pooled connection, sent through asyncpg itself.
+    async def _rows(self, sql: str, params: dict[str, Any], *, generic_plan: bool = False) -> list[Mapping[str, Any]]:
+        """A read on a pooled connection, sent through asyncpg itself, in one round trip.
 
-        SQLAlchemy keeps the pool (closed connections replaced, limits); the statement goes
-        straight to the driver's prepared-statement cache. bench/analysis.md (10k,
-        item 1): SQLAlchemy's execute cost 0.34 ms a statement against asyncpg's 0.045.
-        ``settings`` (local_settings_sql) hold for this statement alone, in its own transaction,
-        begun in the settings' own message (one_statement_under).
+        SQLAlchemy keeps the pools (closed connections replaced, limits); the statement goes
+        straight to the driver's prepared-statement cache. bench/analysis.md (10k, item 1):
+        SQLAlchemy's execute cost 0.34 ms a statement against asyncpg's 0.045. ``generic_plan``
+        takes the connection from the pool that reuses one plan per statement (plans_generic).
         """
         numbered, values = positional(sql, params)
         with database_errors():
-            async with self._connection() as raw:
-                if settings is None:
-                    return list(await raw.fetch(numbered, *values))
-                return list(await one_statement_under(raw, settings, lambda: raw.fetch(numbered, *values)))
+            async with self._connection(generic_plan=generic_plan) as raw:
+                return list(await raw.fetch(numbered, *values))
 
     @asynccontextmanager
-    async def _connection(self) -> AsyncIterator[asyncpg.Connection]:
+    async def _connection(self, *, generic_plan: bool = False) -> AsyncIterator[asyncpg.Connection]:
         """A pooled connection's asyncpg connection, for statements sent to the driver itself.
 
         Taken from the pool as a raw connection, without the AsyncConnection around it: 0.06
         instead of 0.17 ms a checkout and return (100k copy, 900 each, ninth session).
         """
-        pooled = await self._db.raw_connection()
+        pooled = await (self._generic if generic_plan else self._db).raw_connection()
         try:
             yield pooled.driver_connection  # type: ignore[misc]
         except BaseException:
@@ -582,11 +572,8 @@ class PostgresEngine:
         self, keywords: KeywordQuery, pred: Predicate, offset: int, count: int
     ) -> list[Mapping[str, Any]]:
         params = {**await self._keyword_params(keywords, offset + count), "count": count, "offset": offset}
-        return await self._rows(
-            keyword_sql(pred, keywords, depth=offset + count),
-            {**params, **pred.params},
-            settings=keyword_settings_sql(pred.admits_all),
-        )
+        sql = keyword_sql(pred, keywords, depth=offset + count)
+        return await self._rows(sql, {**params, **pred.params}, generic_plan=plans_generic(pred))
 
     async def _vector(self, vector: list[float], request_filter: Filter, offset: int, count: int) -> list[Hit]:
         rows = await self._vector_rows(vector, filter_predicate(request_filter), offset, count)
@@ -597,10 +584,11 @@ class PostgresEngine:
     ) -> list[Mapping[str, Any]]:
         params = {"vec": vector_literal(vector), "model": self._embedder.name, "depth": offset + count}
         for exact in (False, True):
+            breadth = self._breadth(pred, exact=exact)
             rows = await self._rows(
-                vector_sql(pred.sql(), exact=exact, dimension=self._embedder.dimension),
+                vector_sql(pred.sql(), exact=exact, dimension=self._embedder.dimension, breadth=breadth),
                 {**params, "offset": offset, **pred.params},
-                settings=local_settings_sql(ef_search=self._breadth(pred, exact=exact)),
+                generic_plan=plans_generic(pred),
             )
             if exact or index_was_enough(rows, offset + count):
                 return rows

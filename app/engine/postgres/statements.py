@@ -238,32 +238,22 @@ TERM_STATISTICS = """
 """
 
 
-def local_settings_sql(*, ef_search: int | None = None, generic_plan: bool = False) -> str | None:
-    """The settings one statement runs under, for the rest of its transaction (SET takes no
-    parameters, so a statement of their own, sent in one round trip); None when it needs none.
+def plans_generic(pred: Predicate) -> bool:
+    """Whether a ranking under ``pred`` runs on one generic plan (PostgresEngine's second pool).
 
-    ``ef_search`` is the HNSW breadth. ``generic_plan`` reuses the prepared statement's one plan
-    instead of planning for the values (the connections' default, see PostgresEngine.connect).
+    Without a filter the values change no estimate (every tsquery but a deep page's comes
+    from a CTE; a vector's distance orders the index the same whatever the vector), and
+    planning is a good part of the statement: the keyword ranking's ~2 ms (100k, raw SQL,
+    200 questions three times, interleaved, ninth session, two runs: p50 / p95 15.7 / 23.1
+    -> 14.6 / 19.7 and 14.6 / 21.2 -> 13.3 / 18.0 ms; at 10k 13.0 / 21.0 -> 11.6 / 19.6;
+    every page and score the same, a page past the pool too), the vector statement's ~0.9
+    ms (100k, thirteenth session: 9.89 -> 9.03 ms p50). A connection whose session plans
+    generic costs no round trip, where ``SET LOCAL`` in a transaction of its own cost two
+    (BEGIN with the SET, COMMIT): the keyword ranking 16.8 -> 14.9 ms p50 raw, 18.0 -> 17.5
+    through HTTP (100k, thirteenth session). With a filter its values decide the plan
+    (bench/analysis.md, eighth session: the smallest namespace 14 -> 45 ms on a generic plan).
     """
-    settings = []
-    if ef_search is not None:
-        settings.append(f"SET LOCAL hnsw.ef_search = {int(ef_search)}")
-    if generic_plan:
-        settings.append("SET LOCAL plan_cache_mode = force_generic_plan")
-    return "; ".join(settings) or None
-
-
-def keyword_settings_sql(admits_all: bool) -> str | None:
-    """The settings ``keyword_sql`` runs under: one generic plan when it has no filter.
-
-    Without a filter the values change no estimate (every tsquery but a deep page's comes from
-    a CTE), and planning was ~2 ms of the statement. At 100k (raw SQL, 200 questions three
-    times, interleaved, ninth session, two runs): p50 / p95 15.7 / 23.1 -> 14.6 / 19.7 and
-    14.6 / 21.2 -> 13.3 / 18.0 ms; at 10k 13.0 / 21.0 -> 11.6 / 19.6; every page and score the
-    same, a page past the pool too. With a filter its values decide the plan (bench/analysis.md,
-    eighth session: the smallest namespace 14 -> 45 ms on a generic plan).
-    """
-    return local_settings_sql(generic_plan=admits_all)
+    return pred.admits_all
 
 
 # Each query operand (a word, or a phrase's words), its tsquery and an estimate of how many
@@ -501,7 +491,7 @@ def hnsw_index_sql(dimension: int) -> str:
     )
 
 
-def nearest_sql(where: str, *, exact: bool, dimension: int) -> str:
+def nearest_sql(where: str, *, exact: bool, dimension: int, widened: bool = False) -> str:
     """The ``depth`` nearest admitted items, from the index and from the backlog not yet in it.
 
     Through the index, distances are the index's own (half precision, the expression must
@@ -510,20 +500,26 @@ def nearest_sql(where: str, *, exact: bool, dimension: int) -> str:
     short (ENGRAM_VECTOR_BACKLOG_LIMIT) and empty once the indexer has caught up.
     ``from_index`` is how many rows the index (or the exact scan of the indexed) gave: fewer
     than ``depth`` and the index may have given up on a selective filter, which the
-    backlog's rows must not hide (``index_was_enough``).
+    backlog's rows must not hide (``index_was_enough``). ``widened``: the index's rows wait
+    for vector_sql's ``breadth`` (a LATERAL reference to it), so the walk starts once it is set.
     """
     if exact:
         distance = "(e.embedding <=> CAST(:vec AS vector))"
         order = f"{distance} + 0"  # an expression no index provides
     else:
         distance = order = f"(e.embedding::halfvec({int(dimension)}) <=> CAST(:vec AS halfvec({int(dimension)})))"
+    indexed = f"""
+        SELECT e.item_id AS id, {distance} AS distance, i.seq, true AS indexed
+        FROM engram_embeddings e JOIN engram_items i ON i.id = e.item_id
+        WHERE e.model = :model AND {where} {"AND b.ef_search IS NOT NULL" if widened else ""}
+        ORDER BY {order}
+        LIMIT :depth
+    """
+    if widened:
+        indexed = f"SELECT x.* FROM breadth b CROSS JOIN LATERAL ({indexed}) AS x"
     return f"""
         SELECT c.id, c.distance, c.seq, count(*) FILTER (WHERE c.indexed) OVER () AS from_index FROM (
-            (SELECT e.item_id AS id, {distance} AS distance, i.seq, true AS indexed
-             FROM engram_embeddings e JOIN engram_items i ON i.id = e.item_id
-             WHERE e.model = :model AND {where}
-             ORDER BY {order}
-             LIMIT :depth)
+            ({indexed})
             UNION ALL
             (SELECT e.item_id, {distance}, i.seq, false
              FROM engram_vector_backlog e JOIN engram_items i ON i.id = e.item_id
@@ -536,9 +532,21 @@ def nearest_sql(where: str, *, exact: bool, dimension: int) -> str:
     """
 
 
-def vector_sql(where: str, *, exact: bool, dimension: int) -> str:
+def vector_sql(where: str, *, exact: bool, dimension: int, breadth: int | None = None) -> str:
+    """The vector ranking; through the index at ``breadth`` (hnsw.ef_search) when given, else the connection's.
+
+    The breadth is set inside the statement, by ``set_config`` local to its own (implicit)
+    transaction, which ends with it: one round trip, where ``SET LOCAL`` in a transaction of
+    its own cost two more (BEGIN with the SET, COMMIT; 100k, raw SQL, 400 tag-filtered searches
+    interleaved, thirteenth session: p50 20.3 -> 19.5 ms, every page the same). pgvector reads
+    the setting when the walk starts, at the index's first row (tests/engine: a walk's buffers
+    follow the breadth).
+    """
+    widened = breadth is not None
+    setting = f"set_config('hnsw.ef_search', '{int(breadth or 0)}', true)"
     return f"""
-        WITH nearest AS MATERIALIZED ({nearest_sql(where, exact=exact, dimension=dimension)})
+        WITH {f"breadth AS MATERIALIZED (SELECT {setting} AS ef_search)," if widened else ""}
+        nearest AS MATERIALIZED ({nearest_sql(where, exact=exact, dimension=dimension, widened=widened)})
         SELECT {HIT_COLUMNS}, n.seq, 1 - n.distance AS score, n.from_index
         FROM nearest n JOIN engram_items i ON i.id = n.id
         ORDER BY n.distance, n.seq
