@@ -7,7 +7,8 @@ reach becomes a namespace-prefix search; ``tags_any: [t]`` becomes the filter
 ``{"tag_<t>": true}`` (its filter compares top-level keys only, so a tag list
 cannot be tested directly). LangGraph has no keyword search, so only vector
 search is compared. The index and session settings are LangGraph's defaults
-(HNSW m=16, ef_construction=64; ``hnsw.ef_search`` 40), as a user gets them.
+(HNSW m=16, ef_construction=64; ``hnsw.ef_search`` 40), as a user gets them; ``at_breadth``
+is the same store searched as far as Engram searches, to tell a wider search from a slower one.
 """
 
 from __future__ import annotations
@@ -28,8 +29,25 @@ def namespace_tuple(namespace: str) -> tuple[str, ...]:
 
 
 class LangGraphStore:
-    def __init__(self, store: AsyncPostgresStore) -> None:
+    def __init__(self, store: AsyncPostgresStore, breadth: tuple[int, int] | None = None) -> None:
         self._store = store
+        self._breadth = breadth
+
+    def at_breadth(self, unfiltered: int, filtered: int) -> LangGraphStore:
+        """This store searched as Engram searches: ``hnsw.ef_search`` ``unfiltered`` without a filter and
+        ``filtered`` with one, and pgvector's iterative scan walking on past what a filter drops."""
+        return LangGraphStore(self._store, (unfiltered, filtered))
+
+    async def before_case(self, variant: str) -> None:
+        """Its search settings on the store's one connection, before a fetch case (``variant``: none, tag, subtree)."""
+        connection = self._store.conn
+        if self._breadth is None:
+            await connection.execute("RESET hnsw.ef_search")
+            await connection.execute("RESET hnsw.iterative_scan")
+            return
+        unfiltered, filtered = self._breadth
+        await connection.execute(f"SET hnsw.ef_search = {unfiltered if variant == 'none' else filtered:d}")
+        await connection.execute("SET hnsw.iterative_scan = relaxed_order")
 
     async def store_batch(self, batch: list[CorpusItem]) -> int:
         ops = []

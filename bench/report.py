@@ -193,18 +193,28 @@ def table_for(run: dict[str, Any], runs: list[dict[str, Any]]) -> list[str]:
         "",
         "### Fetch (limit 10)",
         "",
-        "| case | Engram p50 | p95 | p99 | raw SQL p50 | p95 | LangGraph p50 | p95 | Engram ÷ (raw + floor) |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| case | Engram p50 | p95 | p99 | raw SQL p50 | p95 | LangGraph p50 | p95 | LangGraph at Engram's "
+        "breadth p50 | p95 | Engram ÷ (raw + floor) |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     floor = http_floor(engram)
+    wide = run.get("langgraph_wide", {}).get("fetch", {})
     for mode in MODES:
         for variant in VARIANTS:
             case = f"{mode}/{variant}"
-            e, r, g = engram["fetch"][case], raw["fetch"][case], lg["fetch"].get(case)
+            e, r, g, w = engram["fetch"][case], raw["fetch"][case], lg["fetch"].get(case), wide.get(case)
             lines.append(
                 f"| {mode}, {VARIANT_TEXT[variant]} | {_ms(e)} | {_ms(e, 'p95')} | {_ms(e, 'p99')} | {_ms(r)} | "
-                f"{_ms(r, 'p95')} | {_ms(g)} | {_ms(g, 'p95')} | {e['p50'] / (r['p50'] + floor):.2f} |"
+                f"{_ms(r, 'p95')} | {_ms(g)} | {_ms(g, 'p95')} | {_ms(w)} | {_ms(w, 'p95')} | "
+                f"{e['p50'] / (r['p50'] + floor):.2f} |"
             )
+    if wide:
+        breadth = run["session_settings"]["langgraph_wide"]
+        lines += [
+            "",
+            f"LangGraph at Engram's breadth is the same store and index searched as Engram searches ({breadth}), "
+            "set on its connection before each of those cases: it tells a wider search from a slower one.",
+        ]
     if "agreement" in run:
         same = ", ".join(f"{case} {share:.2f}" for case, share in run["agreement"].items())
         if run.get("raw_shares_database"):
@@ -251,16 +261,18 @@ def table_for(run: dict[str, Any], runs: list[dict[str, Any]]) -> list[str]:
         "### Quality of vector answers against the exact ranking",
         "",
         "| case | Engram recall@10 | rows / 10 | short pages | raw SQL recall@10 | LangGraph recall@10 | rows / 10 | "
-        "short pages |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "short pages | LangGraph at Engram's breadth recall@10 | rows / 10 | short pages |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for variant in VARIANTS:
         case = f"vector/{variant}"
         e, r, g = quality["engram"][case], quality["raw"][case], quality["langgraph"][case]
+        w = quality.get("langgraph_wide", {}).get(case)
+        wide_cells = f"{w['recall_at_10']:.3f} | {w['mean_rows']:.2f} | {w['short_pages']}" if w else "– | – | –"
         lines.append(
             f"| vector, {VARIANT_TEXT[variant]} | {e['recall_at_10']:.3f} | {e['mean_rows']:.2f} | "
             f"{e['short_pages']} | {r['recall_at_10']:.3f} | {g['recall_at_10']:.3f} | {g['mean_rows']:.2f} | "
-            f"{g['short_pages']} |"
+            f"{g['short_pages']} | {wide_cells} |"
         )
     matches = quality["filter_matches"]
     lines += [
@@ -355,15 +367,15 @@ def draw(runs: list[dict[str, Any]], picture: Path) -> None:
     from matplotlib import ticker
 
     sizes = [r["n"] for r in runs]
-    colours = {"engram": "tab:blue", "raw": "tab:green", "langgraph": "tab:red"}
+    colours = {"engram": "tab:blue", "raw": "tab:green", "langgraph": "tab:red", "langgraph_wide": "tab:orange"}
     styles = {"keyword": ":", "vector": "-", "hybrid": "--"}
     figure, axes = plt.subplots(2, 3, figsize=(15, 8), sharex=True)
     for col, variant in enumerate(VARIANTS):
         for row, stat in enumerate(("p50", "p95")):
             ax = axes[row][col]
-            for system in ("engram", "raw", "langgraph"):
+            for system in colours:
                 for mode in MODES:
-                    values = [r[system]["fetch"].get(f"{mode}/{variant}", {}).get(stat) for r in runs]
+                    values = [r.get(system, {}).get("fetch", {}).get(f"{mode}/{variant}", {}).get(stat) for r in runs]
                     if any(v is None for v in values):
                         continue
                     ax.plot(sizes, values, styles[mode], color=colours[system], marker="o", label=f"{system} {mode}")

@@ -35,6 +35,7 @@ MODES = ("keyword", "vector", "hybrid")
 VARIANTS = ("none", "tag", "subtree")
 BATCH = 100
 PAGE = 10
+EF_SEARCH = int(rawsql.ENGINE_SESSION["hnsw.ef_search"])
 
 
 def say(message: str) -> None:
@@ -60,6 +61,10 @@ class Store(Protocol):
 
 class Fetcher(Protocol):
     async def fetch(self, query: str, mode: str, request_filter: dict[str, Any], limit: int = 10) -> list[str]: ...
+
+
+# The systems that search by vector only (LangGraph's store has no keyword search).
+VECTOR_ONLY = ("langgraph", "langgraph_wide")
 
 
 @dataclass(frozen=True)
@@ -171,8 +176,11 @@ async def fetch_cases(
         turn = number % len(names)
         for name in [*names[turn:], *names[:turn]]:
             system = systems[name]
-            if name == "langgraph" and mode != "vector":
-                continue  # LangGraph's store has no keyword search
+            if name in VECTOR_ONLY and mode != "vector":
+                continue
+            prepare = getattr(system, "before_case", None)
+            if prepare is not None:
+                await prepare(variant)
             calls = [
                 lambda q=q, f=f, m=mode, s=system: s.fetch(q, m, f, PAGE)
                 for q, f in zip(queries.questions, filters, strict=True)
@@ -424,6 +432,9 @@ async def run_one(n: int, query_count: int, seed: int) -> tuple[dict[str, Any], 
         "engram": session,
         "raw": session,
         "langgraph": "PostgreSQL and pgvector defaults (hnsw.ef_search 40, no iterative scan)",
+        "langgraph_wide": (
+            f"hnsw.ef_search {EF_SEARCH}, filtered {rawsql.EF_SEARCH_FILTERED}, iterative scan relaxed_order"
+        ),
     }
     with tempfile.TemporaryDirectory(prefix="engram-bench-") as tmp:
         work = Path(tmp)
@@ -468,7 +479,12 @@ async def run_one(n: int, query_count: int, seed: int) -> tuple[dict[str, Any], 
                             settled = await settle(list(urls.values()))
                             say(f"databases vacuumed, analyzed and checkpointed in {settled:.1f} s")
                             result["settle_s"] = round(settled, 1)
-                            systems = {"engram": http, "raw": RawFetcher(raw), "langgraph": langgraph}
+                            systems = {
+                                "engram": http,
+                                "raw": RawFetcher(raw),
+                                "langgraph": langgraph,
+                                "langgraph_wide": langgraph.at_breadth(EF_SEARCH, rawsql.EF_SEARCH_FILTERED),
+                            }
                             floor = Probe(http.floor)
                             clock.lap("settle")
                             latency, answers = await fetch_cases(systems, queries, floor)
@@ -478,6 +494,7 @@ async def run_one(n: int, query_count: int, seed: int) -> tuple[dict[str, Any], 
                             result["engram"].update(await engram_suite(http, corpus, queries, rng))
                             result["raw"].update(await raw_suite(raw, corpus, queries, rng))
                             clock.lap("other operations")
+                        result["langgraph_wide"] = {}
                         for name in systems:
                             result[name]["fetch"] = latency[name]
                         embed_calls = [lambda q=q: embedder.embed([q]) for q in queries.questions]
