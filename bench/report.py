@@ -378,7 +378,8 @@ def draw(runs: list[dict[str, Any]], picture: Path) -> None:
                     values = [r.get(system, {}).get("fetch", {}).get(f"{mode}/{variant}", {}).get(stat) for r in runs]
                     if any(v is None for v in values):
                         continue
-                    ax.plot(sizes, values, styles[mode], color=colours[system], marker="o", label=f"{system} {mode}")
+                    name = "langgraph at engram's breadth" if system == "langgraph_wide" else system
+                    ax.plot(sizes, values, styles[mode], color=colours[system], marker="o", label=f"{name} {mode}")
             ax.set_xscale("log")
             ax.set_yscale("log")
             ax.yaxis.set_major_formatter(ticker.ScalarFormatter())
