@@ -47,11 +47,13 @@ from bench.corpus import CorpusItem
 # The session settings PostgresEngine.connect gives its first pool's connections (keep in sync with
 # it; its second pool's plan generic): the floor must search the index as the service does, or its
 # figures are not the same query.
+# An unfiltered search's breadth, every connection's own.
+EF_SEARCH = Settings.model_fields["hnsw_ef_search"].default
 ENGINE_SESSION = {
     "statement_timeout": str(Settings.model_fields["statement_timeout_ms"].default),
     "jit": "off",
     "plan_cache_mode": "force_custom_plan",
-    "hnsw.ef_search": str(Settings.model_fields["hnsw_ef_search"].default),
+    "hnsw.ef_search": str(EF_SEARCH),
     "hnsw.iterative_scan": "relaxed_order",
 }
 # A filtered search's breadth, which the engine's statement sets for itself (vector_sql).

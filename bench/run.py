@@ -35,7 +35,6 @@ MODES = ("keyword", "vector", "hybrid")
 VARIANTS = ("none", "tag", "subtree")
 BATCH = 100
 PAGE = 10
-EF_SEARCH = int(rawsql.ENGINE_SESSION["hnsw.ef_search"])
 
 
 def say(message: str) -> None:
@@ -399,13 +398,17 @@ class Clock:
     """Seconds per phase of a run, in order: where the run's wall time goes (the issue bounds it at 100k)."""
 
     def __init__(self) -> None:
-        self.phases: dict[str, float] = {}
+        self._seconds: dict[str, float] = {}
         self._last = time.perf_counter()
 
     def lap(self, phase: str) -> None:
         now = time.perf_counter()
-        self.phases[phase] = round(self.phases.get(phase, 0.0) + now - self._last, 1)
+        self._seconds[phase] = self._seconds.get(phase, 0.0) + now - self._last
         self._last = now
+
+    @property
+    def phases(self) -> dict[str, float]:
+        return {phase: round(seconds, 1) for phase, seconds in self._seconds.items()}
 
 
 async def run_one(n: int, query_count: int, seed: int) -> tuple[dict[str, Any], dict[str, str]]:
@@ -433,7 +436,7 @@ async def run_one(n: int, query_count: int, seed: int) -> tuple[dict[str, Any], 
         "raw": session,
         "langgraph": "PostgreSQL and pgvector defaults (hnsw.ef_search 40, no iterative scan)",
         "langgraph_wide": (
-            f"hnsw.ef_search {EF_SEARCH}, filtered {rawsql.EF_SEARCH_FILTERED}, iterative scan relaxed_order"
+            f"hnsw.ef_search {rawsql.EF_SEARCH}, filtered {rawsql.EF_SEARCH_FILTERED}, iterative scan relaxed_order"
         ),
     }
     with tempfile.TemporaryDirectory(prefix="engram-bench-") as tmp:
@@ -483,7 +486,7 @@ async def run_one(n: int, query_count: int, seed: int) -> tuple[dict[str, Any], 
                                 "engram": http,
                                 "raw": RawFetcher(raw),
                                 "langgraph": langgraph,
-                                "langgraph_wide": langgraph.at_breadth(EF_SEARCH, rawsql.EF_SEARCH_FILTERED),
+                                "langgraph_wide": langgraph.at_breadth(rawsql.EF_SEARCH, rawsql.EF_SEARCH_FILTERED),
                             }
                             floor = Probe(http.floor)
                             clock.lap("settle")

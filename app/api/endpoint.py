@@ -25,8 +25,6 @@ from pydantic import TypeAdapter, ValidationError
 
 from app.engine.protocol import MemoryEngine
 
-_ABSENT = object()
-
 
 async def engine_of(request: Request) -> MemoryEngine:
     """The engine create_app opened. Async so FastAPI calls it on the loop: a plain ``def``
@@ -42,11 +40,11 @@ def is_json(content_type: str) -> bool:
 
 
 def read_body(body: bytes, content_type: str | None) -> Any:
-    """What FastAPI hands its validation: nothing for an empty body, the parsed JSON for a JSON
-    content type, else the bytes themselves (which no model accepts). Its errors, too: bad JSON
-    is a ``json_invalid`` validation error, anything else the parser gives up on a 400."""
+    """What FastAPI hands its validation: the parsed JSON for a JSON content type, else the bytes
+    themselves (which no model accepts). Its errors, too: an empty body is a missing one, bad JSON
+    a ``json_invalid`` validation error, anything else the parser gives up on a 400."""
     if not body:
-        return _ABSENT
+        raise RequestValidationError([{"type": "missing", "loc": ("body",), "msg": "Field required", "input": None}])
     if not content_type or not is_json(content_type):
         return body
     try:
@@ -72,9 +70,6 @@ class JsonBodyRoute(APIRoute):
 
         async def handler(request: Request) -> Response:
             value = read_body(await request.body(), request.headers.get("content-type"))
-            if value is _ABSENT:
-                missing = {"type": "missing", "loc": ("body",), "msg": "Field required", "input": None}
-                raise RequestValidationError([missing])
             try:
                 body = adapter.validate_python(value, from_attributes=True)
             except ValidationError as error:

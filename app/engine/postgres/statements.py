@@ -542,11 +542,12 @@ def vector_sql(where: str, *, exact: bool, dimension: int, breadth: int | None =
     the setting when the walk starts, at the index's first row (tests/engine: a walk's buffers
     follow the breadth).
     """
-    widened = breadth is not None
-    setting = f"set_config('hnsw.ef_search', '{int(breadth or 0)}', true)"
+    widen = ""
+    if breadth is not None:
+        widen = f"breadth AS MATERIALIZED (SELECT set_config('hnsw.ef_search', '{int(breadth)}', true) AS ef_search),"
     return f"""
-        WITH {f"breadth AS MATERIALIZED (SELECT {setting} AS ef_search)," if widened else ""}
-        nearest AS MATERIALIZED ({nearest_sql(where, exact=exact, dimension=dimension, widened=widened)})
+        WITH {widen}
+        nearest AS MATERIALIZED ({nearest_sql(where, exact=exact, dimension=dimension, widened=bool(widen))})
         SELECT {HIT_COLUMNS}, n.seq, 1 - n.distance AS score, n.from_index
         FROM nearest n JOIN engram_items i ON i.id = n.id
         ORDER BY n.distance, n.seq
