@@ -7,8 +7,8 @@ reach becomes a namespace-prefix search; ``tags_any: [t]`` becomes the filter
 ``{"tag_<t>": true}`` (its filter compares top-level keys only, so a tag list
 cannot be tested directly). LangGraph has no keyword search, so only vector
 search is compared. The index and session settings are LangGraph's defaults
-(HNSW m=16, ef_construction=64; ``hnsw.ef_search`` 40), as a user gets them; ``at_breadth``
-is the same store searched as far as Engram searches, to tell a wider search from a slower one.
+(HNSW m=16, ef_construction=64; ``hnsw.ef_search`` 40), as a user gets them; opened with a
+``breadth``, the same store is searched as far as Engram searches, to tell a wider search from a slower one.
 """
 
 from __future__ import annotations
@@ -33,19 +33,12 @@ class LangGraphStore:
         self._store = store
         self._breadth = breadth
 
-    def at_breadth(self, unfiltered: int, filtered: int) -> LangGraphStore:
-        """This store searched as Engram searches: ``hnsw.ef_search`` ``unfiltered`` without a filter and
-        ``filtered`` with one, and pgvector's iterative scan walking on past what a filter drops."""
-        return LangGraphStore(self._store, (unfiltered, filtered))
-
     async def before_case(self, variant: str) -> None:
-        """Its search settings on the store's one connection, before a fetch case (``variant``: none, tag, subtree)."""
-        connection = self._store.conn
+        """Its search settings on the store's own connection, before a fetch case (``variant``: none, tag, subtree)."""
         if self._breadth is None:
-            await connection.execute("RESET hnsw.ef_search")
-            await connection.execute("RESET hnsw.iterative_scan")
             return
         unfiltered, filtered = self._breadth
+        connection = self._store.conn
         await connection.execute(f"SET hnsw.ef_search = {unfiltered if variant == 'none' else filtered:d}")
         await connection.execute("SET hnsw.iterative_scan = relaxed_order")
 
@@ -73,9 +66,16 @@ class LangGraphStore:
 
 
 @asynccontextmanager
-async def open_store(url: str, embedder: WordLlamaEmbedder) -> AsyncIterator[LangGraphStore]:
-    """Set up the store's tables and index in ``url`` (its own database) and yield it."""
+async def open_store(
+    url: str, embedder: WordLlamaEmbedder, breadth: tuple[int, int] | None = None
+) -> AsyncIterator[LangGraphStore]:
+    """Set up the store's tables and index in ``url`` (its own database) and yield it, on a connection of its own.
+
+    ``breadth`` (unfiltered, filtered): searched as Engram searches, with ``hnsw.ef_search`` at those
+    values and pgvector's iterative scan walking on past what a filter drops; a store of its own, so
+    that its settings need not be swapped on one connection query by query.
+    """
     index = {"dims": embedder.dimension, "embed": embedder.embed, "fields": ["text"], "distance_type": "cosine"}
     async with AsyncPostgresStore.from_conn_string(url, index=index) as store:  # type: ignore[arg-type]
         await store.setup()
-        yield LangGraphStore(store)
+        yield LangGraphStore(store, breadth)

@@ -28,7 +28,7 @@ from bench.langgraph_store import open_store
 from bench.proposals import measure_proposals
 from bench.rawsql import RawSql
 from bench.server import Database, embedded_postgres, engram_serve
-from bench.stats import Probe, measure, summary, timed
+from bench.stats import Probe, measure, measure_paired, summary, timed
 from bench.truth import ExactNeighbours
 
 MODES = ("keyword", "vector", "hybrid")
@@ -138,21 +138,21 @@ async def ingest(systems: Sequence[Ingesting], corpus: list[CorpusItem], rounds:
     return results
 
 
+def ticking(call: Callable[[], Awaitable[Any]], progress: tqdm) -> Callable[[], Awaitable[Any]]:
+    async def run() -> Any:
+        result = await call()
+        progress.update(1)
+        return result
+
+    return run
+
+
 async def run_calls(
     calls: Sequence[Callable[[], Awaitable[Any]]], desc: str, between: Probe | None = None
 ) -> tuple[dict[str, float], list[Any]]:
     progress = bar(len(calls), desc)
-
-    def ticking(call: Callable[[], Awaitable[Any]]) -> Callable[[], Awaitable[Any]]:
-        async def run() -> Any:
-            result = await call()
-            progress.update(1)
-            return result
-
-        return run
-
     try:
-        return await measure([ticking(c) for c in calls], warmup=min(10, len(calls)), between=between)
+        return await measure([ticking(c, progress) for c in calls], warmup=min(10, len(calls)), between=between)
     finally:
         progress.close()
 
@@ -162,33 +162,42 @@ async def fetch_cases(
 ) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, list[list[str]]]]]:
     """p50/p95/p99 per system, mode and filter variant; the ids each query returned (for quality).
 
-    The systems take turns case by case, the first rotating from case to case, so that other work
-    on the machine (and its fading) falls on all of them alike.
+    In each case the systems answer each query in turn, who goes first rotating from query to
+    query (``measure_paired``): a ratio is made of answers timed moments apart, whatever the
+    shared machine's pace does over the case.
     After each Engram fetch, ``floor`` times an empty request: the HTTP floor in the rhythm of the
     fetches (a service that sat idle while PostgreSQL worked wakes up slower than one in a tight loop).
     """
     latency: dict[str, dict[str, Any]] = {name: {} for name in systems}
     answers: dict[str, dict[str, list[list[str]]]] = {name: {} for name in systems}
-    names = list(systems)
-    for number, (mode, variant) in enumerate((m, v) for m in MODES for v in VARIANTS):
-        filters = [wire_filter(variant, t, s) for t, s in zip(queries.tags, queries.subtrees, strict=True)]
-        turn = number % len(names)
-        for name in [*names[turn:], *names[:turn]]:
-            system = systems[name]
-            if name in VECTOR_ONLY and mode != "vector":
-                continue
-            prepare = getattr(system, "before_case", None)
-            if prepare is not None:
-                await prepare(variant)
-            calls = [
-                lambda q=q, f=f, m=mode, s=system: s.fetch(q, m, f, PAGE)
-                for q, f in zip(queries.questions, filters, strict=True)
-            ]
-            between = floor if name == "engram" else None
-            stats, results = await run_calls(calls, f"{name} fetch {mode}/{variant}", between)
-            latency[name][f"{mode}/{variant}"] = stats
-            answers[name][f"{mode}/{variant}"] = results
-            say(f"{name} fetch {mode}/{variant}: p50 {stats['p50']:.2f} ms, p95 {stats['p95']:.2f} ms")
+    for mode in MODES:
+        for variant in VARIANTS:
+            case = f"{mode}/{variant}"
+            filters = [wire_filter(variant, t, s) for t, s in zip(queries.tags, queries.subtrees, strict=True)]
+            taking = {name: system for name, system in systems.items() if mode == "vector" or name not in VECTOR_ONLY}
+            for system in taking.values():
+                prepare = getattr(system, "before_case", None)
+                if prepare is not None:
+                    await prepare(variant)
+            progress = bar(len(taking) * len(filters), f"fetch {case} ({', '.join(taking)} in turn)")
+            try:
+                measured = await measure_paired(
+                    {
+                        name: [
+                            ticking(lambda q=q, f=f, s=system, m=mode: s.fetch(q, m, f, PAGE), progress)
+                            for q, f in zip(queries.questions, filters, strict=True)
+                        ]
+                        for name, system in taking.items()
+                    },
+                    warmup=min(10, len(filters)),
+                    after={"engram": floor} if "engram" in taking else None,
+                )
+            finally:
+                progress.close()
+            for name, (stats, results) in measured.items():
+                latency[name][case] = stats
+                answers[name][case] = results
+                say(f"{name} fetch {case}: p50 {stats['p50']:.2f} ms, p95 {stats['p95']:.2f} ms")
     return latency, answers
 
 
@@ -459,7 +468,11 @@ async def run_one(n: int, query_count: int, seed: int) -> tuple[dict[str, Any], 
                         raw = RawSql(
                             (raw_conn, raw_second), (raw_generic[0], raw_generic[1]), embedder, indexing=raw_indexing
                         )
-                        async with open_store(urls["langgraph"], embedder) as langgraph:
+                        wide = (rawsql.EF_SEARCH, rawsql.EF_SEARCH_FILTERED)
+                        async with (
+                            open_store(urls["langgraph"], embedder) as langgraph,
+                            open_store(urls["langgraph"], embedder, breadth=wide) as langgraph_wide,
+                        ):
                             clock.lap("start")
                             ingested = await ingest(
                                 [
@@ -486,7 +499,7 @@ async def run_one(n: int, query_count: int, seed: int) -> tuple[dict[str, Any], 
                                 "engram": http,
                                 "raw": RawFetcher(raw),
                                 "langgraph": langgraph,
-                                "langgraph_wide": langgraph.at_breadth(rawsql.EF_SEARCH, rawsql.EF_SEARCH_FILTERED),
+                                "langgraph_wide": langgraph_wide,
                             }
                             floor = Probe(http.floor)
                             clock.lap("settle")

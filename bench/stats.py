@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 import numpy as np
@@ -54,6 +54,44 @@ async def measure(
         if between is not None:
             await between()
     return summary(samples), results
+
+
+async def measure_paired(
+    calls: Mapping[str, Sequence[Callable[[], Awaitable[Any]]]],
+    *,
+    warmup: int = 10,
+    after: Mapping[str, Callable[[], Awaitable[Any]]] | None = None,
+) -> dict[str, tuple[dict[str, float], list[Any]]]:
+    """Each system's i-th call back to back with the others', who goes first rotating with i; per system
+    what ``measure`` gives.
+
+    A ratio between two systems is then made of pairs run within milliseconds of each other: this
+    VM's pace drifts by minutes, and a case of 200 queries timed after another's can land in another
+    pace (fourteenth session, 10k, one database: the same 200 raw vector searches p50 4.0 to 7.2 ms
+    from one case to the next, the service over its floor 1.10 to 1.75x that way; paired,
+    1.21 to 1.35x). ``after[name]``, when given, runs after each of that system's timed calls,
+    outside its time.
+    """
+    names = list(calls)
+    length = len(next(iter(calls.values()), []))
+    if any(len(c) != length for c in calls.values()):
+        raise ValueError("every system needs the same number of calls")
+    after = after or {}
+    samples: dict[str, list[float]] = {name: [] for name in names}
+    results: dict[str, list[Any]] = {name: [] for name in names}
+    for i in range(min(warmup, length)):
+        for name in names:
+            await calls[name][i]()
+    for i in range(length):
+        turn = i % len(names)
+        for name in [*names[turn:], *names[:turn]]:
+            elapsed, result = await timed(calls[name][i])
+            samples[name].append(elapsed)
+            results[name].append(result)
+            probe = after.get(name)
+            if probe is not None:
+                await probe()
+    return {name: (summary(samples[name]), results[name]) for name in names}
 
 
 class Probe:
