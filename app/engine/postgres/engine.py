@@ -287,6 +287,7 @@ class PostgresEngine:
         the rest, each on a pooled connection. Without ``background_indexing`` only such writes
         and ``finish_indexing`` index (tests that need a backlog to stay).
         """
+
         def pool(plan_cache_mode: str) -> AsyncEngine:
             pooled = create_async_engine(
                 async_url(url),
