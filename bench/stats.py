@@ -43,17 +43,8 @@ async def measure(
 
     ``between``, when given, runs after each timed call, outside its time.
     """
-    for call in calls[:warmup]:
-        await call()
-    samples: list[float] = []
-    results: list[Any] = []
-    for call in calls:
-        elapsed, result = await timed(call)
-        samples.append(elapsed)
-        results.append(result)
-        if between is not None:
-            await between()
-    return summary(samples), results
+    alone = await measure_paired({"calls": calls}, warmup=warmup, after={"calls": between} if between else None)
+    return alone["calls"]
 
 
 async def measure_paired(
@@ -68,7 +59,7 @@ async def measure_paired(
     A ratio between two systems is then made of pairs run within milliseconds of each other: this
     VM's pace drifts by minutes, and a case of 200 queries timed after another's can land in another
     pace (fourteenth session, 10k, one database: the same 200 raw vector searches p50 4.0 to 6.5 ms
-    from one case to the next, the service over its floor 1.10 to 1.75x that way; paired,
+    from one case to the next, the service's ratio to raw + floor 1.10 to 1.75x that way; paired,
     1.21 to 1.35x). ``after[name]``, when given, runs after each of that system's timed calls,
     outside its time.
     """
