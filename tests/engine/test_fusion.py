@@ -52,7 +52,8 @@ async def test_term_statistics_are_read_once_a_while_and_again_when_forgotten() 
 
     async def read() -> list[dict[str, object]]:
         reads.append(1)
-        return [{"elems": ["word"], "freqs": [0.5, 0.5, 0.5, 0.0], "items": len(reads)}]
+        row = {"elems": ["word"], "freqs": [0.5, 0.5, 0.5, 0.0], "items": len(reads)}
+        return [{**row, "tag_elems": None, "tag_freqs": None, "lineage_elems": None, "lineage_freqs": None}]
 
     cache = StatisticsCache(ttl_s=60)
     assert (await cache.current(read)).items == 1

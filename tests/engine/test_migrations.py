@@ -25,7 +25,7 @@ from app.engine.postgres.engine import PostgresEngine
 from app.engine.postgres.statements import HNSW_EF_CONSTRUCTION
 from app.main import create_app
 from app.settings import Settings
-from tests.deploy.scratch import ScratchServer, free_port, learnings, run_engram, scratch_server
+from tests.deploy.scratch import SKETCHES_OFF, ScratchServer, free_port, learnings, run_engram, scratch_server
 
 MIGRATE_HINT = "run `engram migrate`"
 VECTOR_INDEX_DEF = "SELECT indexdef FROM pg_indexes WHERE indexname = 'engram_embeddings_hnsw'"
@@ -370,6 +370,27 @@ async def test_0007_rebuilds_the_vector_index_at_the_breadth_the_engine_builds_i
     await _upgrade(url, "0007")
     assert "ef_construction='80'" in str(await _scalar(url, VECTOR_INDEX_DEF))
     assert await _indexed_neighbours(url) == 12
+
+
+async def test_0008_sketches_every_item_already_stored_from_its_vector(
+    scratch: ScratchServer, embedder: WordLlamaEmbedder
+) -> None:
+    url = await _with_indexed_learnings(scratch, embedder, 12)
+    engine = await PostgresEngine.connect(url, embedder, background_indexing=False)
+    await engine.store_many(learnings(5, topic="queued"))  # these wait in the backlog
+    await engine.close()
+    assert await _scalar(url, "SELECT count(*) FROM engram_vector_backlog") == 5
+    await _downgrade(url, "0007")
+    column = "SELECT count(*) FROM pg_attribute WHERE attrelid = 'engram_items'::regclass AND attname = 'sketch'"
+    assert await _scalar(url, column) == 0
+    await _upgrade(url, "0008")
+    sketch_type = (
+        "SELECT format_type(atttypid, atttypmod) FROM pg_attribute "
+        "WHERE attrelid = 'engram_items'::regclass AND attname = 'sketch'"
+    )
+    assert await _scalar(url, sketch_type) == "bit(256)"
+    assert await _scalar(url, "SELECT count(*) FROM engram_items WHERE sketch IS NOT NULL") == 17
+    assert await _scalar(url, SKETCHES_OFF) == 0
 
 
 _INDEX_COLUMNS = """

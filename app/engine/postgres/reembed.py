@@ -35,6 +35,11 @@ INSERT_VECTORS = (
     "INSERT INTO engram_embeddings (item_id, model, embedding) "
     "SELECT t.id, :model, t.v::vector FROM unnest(CAST(:ids AS text[]), CAST(:vs AS text[])) AS t(id, v)"
 )
+# Each item's sketch follows its vector (migration 0008).
+SET_SKETCHES = (
+    "UPDATE engram_items i SET sketch = binary_quantize(t.v::vector) "
+    "FROM unnest(CAST(:ids AS text[]), CAST(:vs AS text[])) AS t(id, v) WHERE i.id = t.id"
+)
 
 
 async def reembed(settings: Settings, *, batch_size: int = 256) -> int:
@@ -70,6 +75,10 @@ async def _reembed(connection: AsyncConnection, embedder: Embedder, batch_size: 
             await connection.execute(
                 text(f"ALTER TABLE {table} ALTER COLUMN embedding TYPE vector({int(embedder.dimension)})")
             )
+        # The old sketches are of the old vectors: each is written again below.
+        await connection.execute(
+            text(f"ALTER TABLE engram_items ALTER COLUMN sketch TYPE bit({int(embedder.dimension)}) USING NULL")
+        )
     total = int(await connection.scalar(text("SELECT count(*) FROM engram_items")) or 0)
     done, after = 0, 0
     with tqdm(total=total, unit="item", desc="re-embedding", file=sys.stderr) as progress:
@@ -83,10 +92,9 @@ async def _reembed(connection: AsyncConnection, embedder: Embedder, batch_size: 
             if not rows:
                 break
             vectors = await embedder.embed([row.text for row in rows])
-            await connection.execute(
-                text(INSERT_VECTORS),
-                {"model": embedder.name, "ids": [row.id for row in rows], "vs": vector_literals(vectors)},
-            )
+            batch = {"model": embedder.name, "ids": [row.id for row in rows], "vs": vector_literals(vectors)}
+            await connection.execute(text(INSERT_VECTORS), batch)
+            await connection.execute(text(SET_SKETCHES), batch)
             after = rows[-1].seq
             done += len(rows)
             progress.update(len(rows))

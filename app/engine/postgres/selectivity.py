@@ -1,0 +1,33 @@
+"""How many items a filter can admit, bounded from the planner's statistics (no query of its own).
+
+A vector search picks its statement by it (sketch_sql for few, the HNSW walk for many). Only
+what the statistics describe is bounded: tags (``tags_any``) and a namespace with or without
+its subtree (the ``lineage`` key of ``at`` covers ``at`` and everything below it). Other clauses
+only narrow what these admit, so the least of the bounds holds for the whole filter.
+"""
+
+from __future__ import annotations
+
+from app.contract.meta import Filter
+from app.contract.namespaces import Namespace
+from app.engine.postgres.statements import SKETCH_MAX_ADMITTED, TermStatistics
+
+
+def admitted_bound(request_filter: Filter, statistics: TermStatistics) -> float | None:
+    """At most how many items ``request_filter`` admits; None when nothing in it is bounded."""
+    shares: list[float] = []
+    if request_filter.tags_any and statistics.tags is not None:
+        shares.append(min(1.0, sum(statistics.tags.share(tag) for tag in set(request_filter.tags_any))))
+    reach = request_filter.reach
+    if reach is not None and not reach.inherit and statistics.lineage is not None:
+        at = Namespace.parse(reach.at)
+        # The root is in no item's lineage: its bound would be everything anyway.
+        if not at.is_root:
+            shares.append(statistics.lineage.share(at.path))
+    return min(shares) * statistics.items if shares else None
+
+
+def ranks_by_sketch(request_filter: Filter, statistics: TermStatistics) -> bool:
+    """Whether a vector search under ``request_filter`` is sketch_sql's: it admits few items for certain."""
+    bound = admitted_bound(request_filter, statistics)
+    return bound is not None and bound <= SKETCH_MAX_ADMITTED

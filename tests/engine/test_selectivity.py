@@ -1,0 +1,79 @@
+"""How many items a filter can admit, from the statistics alone (no database)."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.contract.meta import Filter
+from app.engine.postgres.selectivity import admitted_bound, ranks_by_sketch
+from app.engine.postgres.statements import SKETCH_MAX_ADMITTED, ElementShares, TermStatistics
+
+
+def statistics(items: float = 100_000, **columns: dict[str, float]) -> TermStatistics:
+    """Statistics as pg_stats gives them: per element, then the least and the greatest frequency."""
+    shares = {}
+    for column, elements in columns.items():
+        freqs = [*elements.values(), min(elements.values()), max(elements.values())]
+        shares[column] = ElementShares.of(list(elements), freqs)
+    return TermStatistics(elems=None, freqs=None, items=items, **shares)
+
+
+def subtree(at: str, *, inherit: bool = False, descendants: bool = True, **fields: object) -> Filter:
+    return Filter.model_validate({"reach": {"at": at, "inherit": inherit, "descendants": descendants}, **fields})
+
+
+STATS = statistics(
+    tags={"common": 0.30, "middling": 0.04, "rare": 0.01},
+    lineage={"team:a": 0.5, "team:a/agent:x": 0.02},
+)
+
+
+@pytest.mark.parametrize(
+    ("request_filter", "bound"),
+    [
+        (Filter(tags_any=["rare"]), 1_000),
+        (Filter(tags_any=["rare", "middling", "rare"]), 5_000),  # a union: the sum, each tag once
+        (Filter(tags_any=["never seen"]), 1_000),  # below the least listed
+        (Filter(tags_any=["common", "middling"]), 34_000),
+        (subtree("team:a/agent:x"), 2_000),
+        (subtree("team:a/agent:x", descendants=False), 2_000),  # the namespace alone: within its subtree
+        (subtree("team:a"), 50_000),
+        (Filter(tags_any=["common"], kinds=["learning"]), 30_000),  # other clauses only narrow it
+        (subtree("team:a", tags_any=["middling"]), 4_000),
+        # A reach that inherits bounds nothing (below): here only the tag does.
+        (subtree("team:a/agent:x", inherit=True, tags_any=["common"]), 30_000),
+    ],
+)
+def test_a_bounded_filter_admits_at_most_its_least_bound(request_filter: Filter, bound: float) -> None:
+    assert admitted_bound(request_filter, STATS) == pytest.approx(bound)
+
+
+@pytest.mark.parametrize(
+    "request_filter",
+    [
+        Filter(),
+        Filter(kinds=["learning"]),
+        Filter(agent_id="a1"),
+        subtree("root"),  # the root is in no lineage: it bounds nothing
+        subtree("team:a/agent:x", inherit=True),  # the ancestors' own items are not counted anywhere
+    ],
+)
+def test_what_the_statistics_do_not_describe_is_not_bounded(request_filter: Filter) -> None:
+    assert admitted_bound(request_filter, STATS) is None
+    assert not ranks_by_sketch(request_filter, STATS)
+
+
+def test_without_statistics_nothing_is_bounded() -> None:
+    empty = TermStatistics.of(
+        {"elems": None, "freqs": None, "items": 1.0, "tag_elems": None, "tag_freqs": None}
+        | {"lineage_elems": None, "lineage_freqs": None}
+    )
+    assert admitted_bound(Filter(tags_any=["rare"]), empty) is None
+    assert admitted_bound(subtree("team:a"), empty) is None
+
+
+def test_sketches_rank_a_filter_up_to_the_measured_bound() -> None:
+    at = SKETCH_MAX_ADMITTED / 100_000
+    assert ranks_by_sketch(Filter(tags_any=["t"]), statistics(tags={"t": at}))
+    assert not ranks_by_sketch(Filter(tags_any=["t"]), statistics(tags={"t": at * 1.01}))
+    assert ranks_by_sketch(Filter(tags_any=["t"]), statistics(items=SKETCH_MAX_ADMITTED, tags={"t": 1.0}))
