@@ -191,20 +191,29 @@ class RawSql:
 
     # Reads, as the engine runs them (including its exact-scan fallback).
 
-    async def term_statistics(self) -> TermStatistics:
-        """The keyword ranking's statistics, cached as the engine caches them."""
-        return await self._statistics.current(lambda: self.run(TERM_STATISTICS, {}))
+    async def term_statistics(self, *, second: bool = False) -> TermStatistics:
+        """The planner's statistics, cached as the engine caches them; read on the ``second``
+        connection by a hybrid fetch's vector ranking, while its keyword ranking has the first."""
+        return await self._statistics.current(lambda: self.run(TERM_STATISTICS, {}, second=second))
 
-    async def ranks_by_sketch(self, request_filter: Filter) -> bool:
+    async def ranks_by_sketch(self, request_filter: Filter, *, second: bool = False) -> bool:
         """Whether the engine ranks a vector search under ``request_filter`` by sketches (sketch_sql)."""
         pred = filter_predicate(request_filter)
-        return not pred.admits_all and ranks_by_sketch(request_filter, await self.term_statistics())
+        return not pred.admits_all and ranks_by_sketch(request_filter, await self.term_statistics(second=second))
 
     async def fetch_statement(
-        self, query: str, mode: str, request_filter: Filter, vector: list[float] | None, *, exact: bool = False
+        self,
+        query: str,
+        mode: str,
+        request_filter: Filter,
+        vector: list[float] | None,
+        *,
+        exact: bool = False,
+        second: bool = False,
     ) -> tuple[str, dict[str, Any], bool]:
         """The keyword or vector statement of a first page (a hybrid fetch runs both, at that depth),
-        its parameters and whether it runs on a generic plan, as the engine sends them."""
+        its parameters and whether it runs on a generic plan, as the engine sends them; ``second``:
+        the connection it will run on (see term_statistics)."""
         pred = filter_predicate(request_filter)
         keywords = KeywordQuery.parse(query)
         count, offset = 11, 0  # limit 10 + the one row that says whether there is a next page
@@ -220,7 +229,7 @@ class RawSql:
                 plans_generic(pred),
             )
         vec = {"vec": vector_literal(vector or []), "model": self._embedder.name, "depth": offset + count}
-        if await self.ranks_by_sketch(request_filter):
+        if await self.ranks_by_sketch(request_filter, second=second):
             candidates = sketch_candidates(offset + count)
             return sketch_sql(pred.sql()), {**base, **vec, "candidates": candidates}, False
         breadth = search_breadth(pred, exact=exact, filtered=EF_SEARCH_FILTERED)
@@ -246,9 +255,12 @@ class RawSql:
             sql, params, generic = await self.fetch_statement(query, mode, request_filter, None)
             return await self.run(sql, params, generic_plan=generic, second=second)
         for exact in (False, True):
-            sql, params, generic = await self.fetch_statement(query, mode, request_filter, vector, exact=exact)
+            sql, params, generic = await self.fetch_statement(
+                query, mode, request_filter, vector, exact=exact, second=second
+            )
             rows = await self.run(sql, params, generic_plan=generic, second=second)
-            if exact or await self.ranks_by_sketch(request_filter) or index_was_enough(rows, limit + 1):
+            sketched = await self.ranks_by_sketch(request_filter, second=second)
+            if exact or sketched or index_was_enough(rows, limit + 1):
                 return rows
         raise AssertionError("unreachable")
 
