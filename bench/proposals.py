@@ -8,6 +8,12 @@ in recall are measured beside what the engine runs.
   the ranking the engine's bounded one approximates: its latency is what the
   budget saves and the engine's recall@10 against it is what the budget costs.
 
+* vector, every filter through the HNSW walk: what the engine ran for every filtered vector
+  search before migration 0008, which it now runs only for filters its statistics do not bound
+  to SKETCH_MAX_ADMITTED items (the others are ranked by sketches, sketch_sql). Timed query by
+  query in turn with the engine's own statement, each with its recall@10 against the exact
+  ranking: what the sketches buy, in every run.
+
 A vector shape (selective filters answered exactly through the embeddings' key, under
 1,500 admitted items) was measured here in the first three sessions: recall 1.0 at 10k
 for a latency within noise of the index's, and never taken at 100k, where every tag or
@@ -21,25 +27,43 @@ import time
 from typing import Any
 
 from app.contract.meta import Filter
+from app.embeddings.wordllama import WordLlamaEmbedder
 from app.engine.keywords import KeywordQuery
+from app.engine.postgres.engine import index_was_enough, search_breadth, vector_literal
 from app.engine.postgres.filters import filter_predicate
 from app.engine.postgres.statements import (
     KEYWORD_BUDGET,
     KEYWORD_SCORED,
+    SKETCH_MAX_ADMITTED,
     keyword_params,
     keyword_sql,
     plans_generic,
+    vector_sql,
 )
 from bench.corpus import QuerySet
-from bench.rawsql import RawSql
-from bench.stats import summary
+from bench.rawsql import EF_SEARCH_FILTERED, RawSql
+from bench.stats import measure_paired, summary
+from bench.truth import ExactNeighbours
 
 EVERY_MATCH = 2**31 - 1  # a keyword budget no estimate reaches
 
 
 class Proposals:
-    def __init__(self, raw: RawSql) -> None:
+    def __init__(self, raw: RawSql, embedder: WordLlamaEmbedder) -> None:
         self._raw = raw
+        self._embedder = embedder
+
+    async def walk(self, vector: list[float], request_filter: Filter) -> list[str]:
+        """The first page through the HNSW walk (then exactly, should it give up), whatever the filter."""
+        pred = filter_predicate(request_filter)
+        params = {"vec": vector_literal(vector), "model": self._embedder.name, "depth": 11, "offset": 0}
+        for exact in (False, True):
+            breadth = search_breadth(pred, exact=exact, filtered=EF_SEARCH_FILTERED)
+            sql = vector_sql(pred.sql(), exact=exact, dimension=self._embedder.dimension, breadth=breadth)
+            rows = await self._raw.run(sql, {**params, **pred.params})
+            if exact or index_was_enough(rows, 11):
+                return [r["id"] for r in rows][:10]
+        raise AssertionError("unreachable")
 
     async def keyword(self, query: str, request_filter: Filter) -> list[str]:
         keywords = KeywordQuery.parse(query)
@@ -71,17 +95,24 @@ def _recall(got: list[list[str]], truth: list[list[str]]) -> float | None:
 
 async def measure_proposals(
     raw: RawSql,
+    embedder: WordLlamaEmbedder,
     queries: QuerySet,
     filters: dict[str, list[Filter]],
     keyword_truth: dict[str, list[list[str]]],
+    truth: ExactNeighbours,
 ) -> dict[str, Any]:
     """Latency and recall@10 of each shape per filter variant.
 
     Keyword recall is the engine's (``keyword_truth``, the raw-SQL answers of its
-    bounded statement) against every match scored.
+    bounded statement) against every match scored; vector recall, each statement's
+    against the exact ranking (``truth``).
     """
-    proposals = Proposals(raw)
-    out: dict[str, Any] = {"keyword_budget": KEYWORD_BUDGET, "keyword_scored": KEYWORD_SCORED}
+    proposals = Proposals(raw, embedder)
+    out: dict[str, Any] = {
+        "keyword_budget": KEYWORD_BUDGET,
+        "keyword_scored": KEYWORD_SCORED,
+        "sketch_max_admitted": SKETCH_MAX_ADMITTED,
+    }
     for variant, variant_filters in filters.items():
         samples, answers = [], []
         for question, request_filter in zip(queries.questions, variant_filters, strict=True):
@@ -91,5 +122,24 @@ async def measure_proposals(
         out[f"keyword_every_match/{variant}"] = {
             **summary(samples),
             "engine_recall_at_10": _recall([t[:10] for t in keyword_truth[f"keyword/{variant}"]], answers),
+        }
+    vectors = await embedder.embed(queries.questions)
+    for variant, variant_filters in filters.items():
+        if variant == "none":
+            continue  # unfiltered, the engine walks the index already
+        pairs = list(zip(vectors, variant_filters, strict=True))
+        timed = await measure_paired(
+            {
+                "engine": [lambda v=v, f=f: raw.vector_page(v, f) for v, f in pairs],
+                "walk": [lambda v=v, f=f: proposals.walk(v, f) for v, f in pairs],
+            }
+        )
+        exact = [await truth.nearest(v, f) for v, f in pairs]
+        (engine, engine_pages), (walk, walk_pages) = timed["engine"], timed["walk"]
+        out[f"vector_walk/{variant}"] = {
+            **walk,
+            "recall_at_10": _recall(walk_pages, exact),
+            "engine": {**engine, "recall_at_10": _recall(engine_pages, exact)},
+            "sketched": sum([await raw.ranks_by_sketch(f) for _, f in pairs]),
         }
     return out

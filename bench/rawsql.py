@@ -264,6 +264,10 @@ class RawSql:
                 return rows
         raise AssertionError("unreachable")
 
+    async def vector_page(self, vector: list[float], request_filter: Filter, limit: int = 10) -> list[str]:
+        """The engine's vector ranking of an embedded query: its first page's ids."""
+        return [r["id"] for r in await self._ranking("", "vector", request_filter, vector, limit)][:limit]
+
     async def fetch(self, query: str, mode: str, request_filter: Filter, limit: int = 10) -> list[str]:
         if mode == "keyword":
             return [r["id"] for r in await self._ranking(query, mode, request_filter, None, limit)][:limit]

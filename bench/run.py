@@ -527,7 +527,9 @@ async def run_one(n: int, query_count: int, seed: int) -> tuple[dict[str, Any], 
                             ]
                             for v in VARIANTS
                         }
-                        result["proposals"] = await measure_proposals(raw, queries, filters, answers["raw"])
+                        result["proposals"] = await measure_proposals(
+                            raw, embedder, queries, filters, answers["raw"], truth
+                        )
                         clock.lap("statement shapes")
                         profile = await plans(raw, embedder, queries)
                     finally:
