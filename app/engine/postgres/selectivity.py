@@ -4,6 +4,8 @@ A vector search picks its statement by it (sketch_sql for few, the HNSW walk for
 what the statistics describe is bounded: tags (``tags_any``) and a namespace with or without
 its subtree (the ``lineage`` key of ``at`` covers ``at`` and everything below it). Other clauses
 only narrow what these admit, so the least of the bounds holds for the whole filter.
+Statistics trail writes until autovacuum's next ANALYZE: a tag that has grown since is still ranked
+by sketches, slower than the walk would be, with the same kind of answer.
 """
 
 from __future__ import annotations
