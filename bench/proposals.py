@@ -29,7 +29,6 @@ from typing import Any
 from app.contract.meta import Filter
 from app.embeddings.wordllama import WordLlamaEmbedder
 from app.engine.keywords import KeywordQuery
-from app.engine.postgres.engine import index_was_enough, search_breadth, vector_literal
 from app.engine.postgres.filters import filter_predicate
 from app.engine.postgres.statements import (
     KEYWORD_BUDGET,
@@ -38,10 +37,9 @@ from app.engine.postgres.statements import (
     keyword_params,
     keyword_sql,
     plans_generic,
-    vector_sql,
 )
 from bench.corpus import QuerySet
-from bench.rawsql import EF_SEARCH_FILTERED, RawSql
+from bench.rawsql import RawSql
 from bench.stats import measure_paired, summary
 from bench.truth import ExactNeighbours
 
@@ -49,21 +47,8 @@ EVERY_MATCH = 2**31 - 1  # a keyword budget no estimate reaches
 
 
 class Proposals:
-    def __init__(self, raw: RawSql, embedder: WordLlamaEmbedder) -> None:
+    def __init__(self, raw: RawSql) -> None:
         self._raw = raw
-        self._embedder = embedder
-
-    async def walk(self, vector: list[float], request_filter: Filter) -> list[str]:
-        """The first page through the HNSW walk (then exactly, should it give up), whatever the filter."""
-        pred = filter_predicate(request_filter)
-        params = {"vec": vector_literal(vector), "model": self._embedder.name, "depth": 11, "offset": 0}
-        for exact in (False, True):
-            breadth = search_breadth(pred, exact=exact, filtered=EF_SEARCH_FILTERED)
-            sql = vector_sql(pred.sql(), exact=exact, dimension=self._embedder.dimension, breadth=breadth)
-            rows = await self._raw.run(sql, {**params, **pred.params})
-            if exact or index_was_enough(rows, 11):
-                return [r["id"] for r in rows][:10]
-        raise AssertionError("unreachable")
 
     async def keyword(self, query: str, request_filter: Filter) -> list[str]:
         keywords = KeywordQuery.parse(query)
@@ -107,7 +92,7 @@ async def measure_proposals(
     bounded statement) against every match scored; vector recall, each statement's
     against the exact ranking (``truth``).
     """
-    proposals = Proposals(raw, embedder)
+    proposals = Proposals(raw)
     out: dict[str, Any] = {
         "keyword_budget": KEYWORD_BUDGET,
         "keyword_scored": KEYWORD_SCORED,
@@ -131,7 +116,7 @@ async def measure_proposals(
         timed = await measure_paired(
             {
                 "engine": [lambda v=v, f=f: raw.vector_page(v, f) for v, f in pairs],
-                "walk": [lambda v=v, f=f: proposals.walk(v, f) for v, f in pairs],
+                "walk": [lambda v=v, f=f: raw.vector_page(v, f, sketches=False) for v, f in pairs],
             }
         )
         exact = [await truth.nearest(v, f) for v, f in pairs]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any
+from typing import Any, NamedTuple
 
 import asyncpg
 
@@ -84,6 +84,16 @@ async def wait_for_empty_backlog(connection: asyncpg.Connection, poll_s: float =
         if not await backlog_size(connection):
             return
         await asyncio.sleep(poll_s)
+
+
+class Statement(NamedTuple):
+    """A statement as the engine sends it. ``settled``: its rows are the answer, where a walk of the
+    HNSW index that came back short is followed by the exact scan (index_was_enough)."""
+
+    sql: str
+    params: dict[str, Any]
+    generic_plan: bool
+    settled: bool
 
 
 class RawSql:
@@ -210,16 +220,18 @@ class RawSql:
         *,
         exact: bool = False,
         second: bool = False,
-    ) -> tuple[str, dict[str, Any], bool]:
+        sketches: bool = True,
+    ) -> Statement:
         """The keyword or vector statement of a first page (a hybrid fetch runs both, at that depth),
-        its parameters and whether it runs on a generic plan, as the engine sends them; ``second``:
-        the connection it will run on (see term_statistics)."""
+        as the engine sends it; ``second``: the connection it will run on (see term_statistics);
+        without ``sketches``, a filtered vector search walks the index whatever it admits (the
+        engine before migration 0008, bench/proposals.py)."""
         pred = filter_predicate(request_filter)
         keywords = KeywordQuery.parse(query)
         count, offset = 11, 0  # limit 10 + the one row that says whether there is a next page
         base = {**pred.params, "offset": offset}
         if mode == "keyword":
-            return (
+            return Statement(
                 keyword_sql(pred, keywords, depth=offset + count),
                 {
                     **base,
@@ -227,16 +239,18 @@ class RawSql:
                     "count": count,
                 },
                 plans_generic(pred),
+                settled=True,
             )
         vec = {"vec": vector_literal(vector or []), "model": self._embedder.name, "depth": offset + count}
-        if await self.ranks_by_sketch(request_filter, second=second):
+        if sketches and await self.ranks_by_sketch(request_filter, second=second):
             candidates = sketch_candidates(offset + count)
-            return sketch_sql(pred.sql()), {**base, **vec, "candidates": candidates}, False
+            return Statement(sketch_sql(pred.sql()), {**base, **vec, "candidates": candidates}, False, settled=True)
         breadth = search_breadth(pred, exact=exact, filtered=EF_SEARCH_FILTERED)
-        return (
+        return Statement(
             vector_sql(pred.sql(), exact=exact, dimension=self._embedder.dimension, breadth=breadth),
             {**base, **vec},
             plans_generic(pred),
+            settled=exact,
         )
 
     async def _ranking(
@@ -247,26 +261,30 @@ class RawSql:
         vector: list[float] | None,
         limit: int,
         second: bool = False,
+        sketches: bool = True,
     ) -> list[asyncpg.Record]:
         """One ranking's first page and its next-page row, with the engine's exact fallback for vectors."""
         if mode == "keyword":
             if KeywordQuery.parse(query).is_empty:
                 return []
-            sql, params, generic = await self.fetch_statement(query, mode, request_filter, None)
-            return await self.run(sql, params, generic_plan=generic, second=second)
+            statement = await self.fetch_statement(query, mode, request_filter, None)
+            return await self.run(statement.sql, statement.params, generic_plan=statement.generic_plan, second=second)
         for exact in (False, True):
-            sql, params, generic = await self.fetch_statement(
-                query, mode, request_filter, vector, exact=exact, second=second
+            statement = await self.fetch_statement(
+                query, mode, request_filter, vector, exact=exact, second=second, sketches=sketches
             )
-            rows = await self.run(sql, params, generic_plan=generic, second=second)
-            sketched = await self.ranks_by_sketch(request_filter, second=second)
-            if exact or sketched or index_was_enough(rows, limit + 1):
+            rows = await self.run(statement.sql, statement.params, generic_plan=statement.generic_plan, second=second)
+            if statement.settled or index_was_enough(rows, limit + 1):
                 return rows
         raise AssertionError("unreachable")
 
-    async def vector_page(self, vector: list[float], request_filter: Filter, limit: int = 10) -> list[str]:
-        """The engine's vector ranking of an embedded query: its first page's ids."""
-        return [r["id"] for r in await self._ranking("", "vector", request_filter, vector, limit)][:limit]
+    async def vector_page(
+        self, vector: list[float], request_filter: Filter, limit: int = 10, *, sketches: bool = True
+    ) -> list[str]:
+        """The engine's vector ranking of an embedded query (see fetch_statement's ``sketches``): its
+        first page's ids."""
+        rows = await self._ranking("", "vector", request_filter, vector, limit, sketches=sketches)
+        return [r["id"] for r in rows][:limit]
 
     async def fetch(self, query: str, mode: str, request_filter: Filter, limit: int = 10) -> list[str]:
         if mode == "keyword":

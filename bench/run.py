@@ -350,9 +350,9 @@ async def plans(raw: RawSql, embedder: WordLlamaEmbedder, queries: QuerySet) -> 
                 )
                 continue
             request_filter = Filter.model_validate(wire_filter(variant, tag, subtree))
-            sql, params, generic = await raw.fetch_statement(question, mode, request_filter, vector)
+            statement = await raw.fetch_statement(question, mode, request_filter, vector)
             out[f"{mode}/{variant}"] = f"-- query: {question!r} tag {tag!r} subtree {subtree!r}\n" + (
-                await raw.explain(sql, params, generic_plan=generic)
+                await raw.explain(statement.sql, statement.params, generic_plan=statement.generic_plan)
             )
     return out
 
