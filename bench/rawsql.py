@@ -25,7 +25,7 @@ from app.engine.postgres.engine import (
     vector_literal,
     vector_literals,
 )
-from app.engine.postgres.filters import filter_predicate
+from app.engine.postgres.filters import filter_predicate, sketch_keys
 from app.engine.postgres.indexer import VectorIndexer, backlog_size
 from app.engine.postgres.selectivity import ranks_by_sketch
 from app.engine.postgres.statements import (
@@ -165,7 +165,6 @@ class RawSql:
             "conf": [i.row["confidence"] for i in batch],
             "obs": [i.row["observed_at"] for i in batch],
             "srcs": [i.row["source_kind"] for i in batch],
-            "vs": formatted,
         }
         async with self._db.transaction():
             inserted = {r["id"] for r in await self.run(INSERT_ITEMS, rows)}
@@ -243,8 +242,13 @@ class RawSql:
             )
         vec = {"vec": vector_literal(vector or []), "model": self._embedder.name, "depth": offset + count}
         if sketches and await self.ranks_by_sketch(request_filter, second=second):
-            candidates = sketch_candidates(offset + count)
-            return Statement(sketch_sql(pred.sql()), {**base, **vec, "candidates": candidates}, False, settled=True)
+            keys = sketch_keys(request_filter)
+            return Statement(
+                sketch_sql(pred.sql(), keys.predicate.sql(), complete=keys.complete),
+                {**base, **keys.predicate.params, **vec, "candidates": sketch_candidates(offset + count)},
+                False,
+                settled=True,
+            )
         breadth = search_breadth(pred, exact=exact, filtered=EF_SEARCH_FILTERED)
         return Statement(
             vector_sql(pred.sql(), exact=exact, dimension=self._embedder.dimension, breadth=breadth),

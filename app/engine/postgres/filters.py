@@ -7,6 +7,7 @@ before any LIMIT; nothing is filtered in Python afterwards.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from app.contract.meta import Filter
@@ -100,3 +101,33 @@ def filter_predicate(request_filter: Filter, prefix: str = "f") -> Predicate:
     if request_filter.observed_before is not None:
         pred.clauses.append(f"i.observed_at < {pred.bind(request_filter.observed_before)}")
     return pred
+
+
+@dataclass(frozen=True)
+class SketchKeys:
+    """The part of a filter the sketches (``engram_sketches AS s``, migration 0009) test by themselves.
+
+    Their tags and a namespace's lineage key: the clauses the statistics bound
+    (app/engine/postgres/selectivity.py), so a filter ranked by sketches always has some.
+    ``complete``: they are the whole filter, and no item need be read to apply it.
+    """
+
+    predicate: Predicate
+    complete: bool
+
+
+def sketch_keys(request_filter: Filter) -> SketchKeys:
+    pred = Predicate("k")
+    if request_filter.tags_any:
+        pred.clauses.append(f"s.tags && CAST({pred.bind(list(request_filter.tags_any))} AS text[])")
+    reach = request_filter.reach
+    whole_subtree = False
+    if reach is not None and not reach.inherit:
+        at = Namespace.parse(reach.at)
+        if not at.is_root:
+            # ``at`` and below; ``at`` alone (without descendants) is narrowed by ``where``.
+            pred.clauses.append(f"s.lineage @> ARRAY[CAST({pred.bind(at.path)} AS text)]")
+            whole_subtree = reach.descendants
+    rest = request_filter.model_dump(exclude_none=True, exclude_defaults=True).keys() - {"tags_any", "reach"}
+    complete = not rest and (reach is None or whole_subtree)
+    return SketchKeys(predicate=pred, complete=complete)

@@ -35,10 +35,11 @@ INSERT_VECTORS = (
     "INSERT INTO engram_embeddings (item_id, model, embedding) "
     "SELECT t.id, :model, t.v::vector FROM unnest(CAST(:ids AS text[]), CAST(:vs AS text[])) AS t(id, v)"
 )
-# Each item's sketch follows its vector (migration 0008).
-SET_SKETCHES = (
-    "UPDATE engram_items i SET sketch = binary_quantize(t.v::vector) "
-    "FROM unnest(CAST(:ids AS text[]), CAST(:vs AS text[])) AS t(id, v) WHERE i.id = t.id"
+# Each indexed vector's sketch beside it, as the indexer writes it (statements.MOVE_BACKLOG).
+INSERT_SKETCHES = (
+    "INSERT INTO engram_sketches (item_id, seq, tags, lineage, sketch) "
+    "SELECT i.id, i.seq, i.tags, i.lineage, binary_quantize(t.v::vector) "
+    "FROM unnest(CAST(:ids AS text[]), CAST(:vs AS text[])) AS t(id, v) JOIN engram_items i ON i.id = t.id"
 )
 
 
@@ -64,20 +65,21 @@ async def _reembed(connection: AsyncConnection, embedder: Embedder, batch_size: 
     # Reads go on; stores and forgets wait, so no item is left without a vector.
     await connection.execute(text("LOCK TABLE engram_items IN SHARE MODE"))
     # In the order every writer and the vector indexer take them (statements.INDEXER_LOCK_ORDER).
-    await connection.execute(text("LOCK TABLE engram_vector_backlog, engram_embeddings IN ACCESS EXCLUSIVE MODE"))
+    await connection.execute(
+        text("LOCK TABLE engram_vector_backlog, engram_embeddings, engram_sketches IN ACCESS EXCLUSIVE MODE")
+    )
     # A bulk load then one index build is far faster than growing the index row by row.
     await connection.execute(text(f"DROP INDEX IF EXISTS {HNSW_INDEX}"))
-    # The old model's vectors, indexed or still queued for the index (migration 0004).
-    await connection.execute(text("TRUNCATE engram_vector_backlog, engram_embeddings"))
+    # The old model's vectors, indexed or still queued for the index (migration 0004), and their sketches.
+    await connection.execute(text("TRUNCATE engram_vector_backlog, engram_embeddings, engram_sketches"))
     current = await connection.scalar(text(COLUMN_DIMENSION))
     if current != embedder.dimension:
         for table in ("engram_embeddings", "engram_vector_backlog"):
             await connection.execute(
                 text(f"ALTER TABLE {table} ALTER COLUMN embedding TYPE vector({int(embedder.dimension)})")
             )
-        # The old sketches are of the old vectors: each is written again below.
         await connection.execute(
-            text(f"ALTER TABLE engram_items ALTER COLUMN sketch TYPE bit({int(embedder.dimension)}) USING NULL")
+            text(f"ALTER TABLE engram_sketches ALTER COLUMN sketch TYPE bit({int(embedder.dimension)})")
         )
     total = int(await connection.scalar(text("SELECT count(*) FROM engram_items")) or 0)
     done, after = 0, 0
@@ -94,7 +96,7 @@ async def _reembed(connection: AsyncConnection, embedder: Embedder, batch_size: 
             vectors = await embedder.embed([row.text for row in rows])
             batch = {"model": embedder.name, "ids": [row.id for row in rows], "vs": vector_literals(vectors)}
             await connection.execute(text(INSERT_VECTORS), batch)
-            await connection.execute(text(SET_SKETCHES), batch)
+            await connection.execute(text(INSERT_SKETCHES), batch)
             after = rows[-1].seq
             done += len(rows)
             progress.update(len(rows))

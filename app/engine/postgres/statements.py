@@ -104,18 +104,15 @@ LOCK_IDS = (
 
 HELD_IDS = "SELECT id FROM engram_items WHERE id = ANY(:ids)"
 
-# Each item's sketch (the signs of its vector, pgvector's binary_quantize) is written with it:
-# the ranking of a filter that admits few items reads it (sketch_sql).
 INSERT_ITEMS = """
     INSERT INTO engram_items
-        (id, kind, namespace, text, meta, item, confidence, observed_at, tags, source_kind, sketch)
+        (id, kind, namespace, text, meta, item, confidence, observed_at, tags, source_kind)
     SELECT t.id, t.kind, t.ns, t.text, t.meta::jsonb, t.item::jsonb, t.conf, t.obs::timestamptz,
-           ARRAY(SELECT jsonb_array_elements_text(coalesce(t.meta::jsonb->'tags', '[]'))), t.src,
-           binary_quantize(CAST(t.v AS vector))
+           ARRAY(SELECT jsonb_array_elements_text(coalesce(t.meta::jsonb->'tags', '[]'))), t.src
     FROM unnest(CAST(:ids AS text[]), CAST(:kinds AS text[]), CAST(:nss AS text[]), CAST(:texts AS text[]),
                 CAST(:metas AS text[]), CAST(:items AS text[]), CAST(:conf AS float8[]),
-                CAST(:obs AS text[]), CAST(:srcs AS text[]), CAST(:vs AS text[]))
-         WITH ORDINALITY AS t(id, kind, ns, text, meta, item, conf, obs, src, v, ord)
+                CAST(:obs AS text[]), CAST(:srcs AS text[]))
+         WITH ORDINALITY AS t(id, kind, ns, text, meta, item, conf, obs, src, ord)
     ORDER BY t.ord
     ON CONFLICT (id) DO NOTHING
     RETURNING id
@@ -135,7 +132,7 @@ QUEUE_VECTORS = """
 
 BACKLOG_SIZE = "SELECT count(*) FROM engram_vector_backlog"
 
-# Tables are locked items, then backlog, then embeddings, by every writer and every statement that
+# Tables are locked items, then backlog, then embeddings, then sketches, by every writer and every statement that
 # locks whole tables (reembed, TRUNCATE): the indexer's claim reads the backlog before the items,
 # so it takes its lock on the items first, the weakest there is (what FOR KEY SHARE takes anyway).
 INDEXER_LOCK_ORDER = "LOCK TABLE engram_items IN ROW SHARE MODE"
@@ -155,7 +152,9 @@ CLAIM_BACKLOG = """
     FOR KEY SHARE OF i SKIP LOCKED
 """
 
-# The claimed vectors into the index, in one statement; how many moved.
+# The claimed vectors into the index, and their sketches beside it (sketch_sql), in one
+# statement; how many moved. A sketch copies its item's seq, tags and lineage: items are never
+# updated, so the copy never goes stale.
 MOVE_BACKLOG = """
     WITH moved AS (
         DELETE FROM engram_vector_backlog b
@@ -167,6 +166,13 @@ MOVE_BACKLOG = """
         INSERT INTO engram_embeddings (item_id, model, embedding)
         SELECT item_id, model, embedding FROM moved ORDER BY queued
         ON CONFLICT (item_id, model) DO NOTHING
+    ),
+    sketched AS (
+        INSERT INTO engram_sketches (item_id, seq, tags, lineage, sketch)
+        SELECT m.item_id, i.seq, i.tags, i.lineage, binary_quantize(m.embedding)
+        FROM moved m JOIN engram_items i ON i.id = m.item_id
+        ORDER BY m.queued
+        ON CONFLICT (item_id) DO NOTHING
     )
     SELECT count(*) FROM moved
 """
@@ -599,9 +605,11 @@ def vector_sql(where: str, *, exact: bool, dimension: int, breadth: int | None =
 # 1-2k 14.4 / 19.9 (tag / subtree) -> 4.7 / 4.8, 2-3k 13.2 / 15.0 -> 5.5 / 5.5, 3-4k 10.5 / 10.6
 # -> 7.0 / 7.5, 4-5k 9.6 / 11.7 -> 8.7 / 9.4, 5-7k 6.1 / 9.5 -> 10.0 / 10.6: the walk finds
 # admitted items faster the more there are, the sketch scan reads every admitted item.
-# The same on a graph grown by the service's own inserts (100k, the same questions): 2-3k 14.5 /
-# 14.8 -> 6.3 / 5.8, 4-5k 10.4 / 10.2 -> 9.8 / 9.2, 5-6k 6.1 / 9.7 -> 10.8 / 10.9.
-SKETCH_MAX_ADMITTED = 5_000
+# With the sketches in their own narrow table (migration 0009; sixteenth session, a graph grown
+# by the service's inserts, 60 questions a bucket over the bench's tags, pairs and triples of
+# them, and subtrees, interleaved): 3-4k 12.8 -> 5.2, 4-5k 12.9 -> 6.8, 5-6k 8.6 -> 6.6, 6-7k
+# 7.5 -> 6.8, 7-8k 6.9 -> 6.9 (p95 11.9 -> 9.7), 8-9k 6.2 -> 6.9, 10-11k 6.1 -> 7.9.
+SKETCH_MAX_ADMITTED = 7_500
 # Sketches ranked, then ranked again by their vectors: recall@10 against the exact ranking, in
 # that measurement, 0.83 / 0.81 at 50, 0.92 / 0.91 at 100, 0.97 / 0.96 at 200, 0.99 / 0.98 at 300
 # (the walk's 0.92 / 0.93), the scan the same ~7 ms at each.
@@ -613,32 +621,39 @@ def sketch_candidates(depth: int) -> int:
     return max(SKETCH_CANDIDATES, 4 * depth)
 
 
-def sketch_sql(where: str) -> str:
+def sketch_sql(where: str, keys: str, *, complete: bool) -> str:
     """The vector ranking of a filter that admits few items: their sketches, then their vectors.
 
-    Every admitted item's sketch (one bit per dimension, migration 0008) is compared with the
-    query's by Hamming distance, on the items' own rows, found by the filter's index; the
-    ``candidates`` nearest are ranked again by their full-precision vectors, indexed or still
-    queued. A page is never short while enough items match, and its distances are exact, as the
-    exact scan's are; it reads every admitted item, so it is for filters that admit few
-    (SKETCH_MAX_ADMITTED), where the HNSW walk must step past most of what it finds.
+    Every admitted indexed item's sketch (one bit per dimension, in the narrow table of migration
+    0009, found by its GIN index over tags and lineage) is compared with the query's by Hamming
+    distance; the ``candidates`` nearest are ranked again by their full-precision vectors, beside
+    the admitted vectors still queued for the index, ranked exactly (a queued vector has no sketch
+    yet: the indexer writes both). ``keys`` is the filter's part the sketches hold (tags, a
+    lineage key; filters.sketch_keys); unless it is the whole filter (``complete``), each admitted
+    sketch's item is read for the rest (``where``). A page is never short while enough items
+    match, and its distances are exact, as the exact scan's are; it reads every admitted item, so
+    it is for filters that admit few (SKETCH_MAX_ADMITTED), where the HNSW walk must step past
+    most of what it finds.
     """
+    sketches = "engram_sketches s" if complete else "engram_sketches s JOIN engram_items i ON i.id = s.item_id"
+    rest = "" if complete else f" AND {where}"
     return f"""
         WITH nearest AS MATERIALIZED (
-            SELECT c.id, c.seq, v.embedding <=> CAST(:vec AS vector) AS distance
-            FROM (
-                SELECT i.id, i.seq FROM engram_items i
-                WHERE {where}
-                ORDER BY i.sketch <~> binary_quantize(CAST(:vec AS vector)), i.seq
-                LIMIT :candidates
-            ) AS c
-            CROSS JOIN LATERAL (
-                (SELECT e.embedding FROM engram_embeddings e WHERE e.item_id = c.id AND e.model = :model)
-                UNION ALL
-                (SELECT b.embedding FROM engram_vector_backlog b WHERE b.item_id = c.id AND b.model = :model)
-                LIMIT 1
-            ) AS v
-            ORDER BY distance, c.seq
+            (SELECT c.id, c.seq, e.embedding <=> CAST(:vec AS vector) AS distance
+             FROM (
+                 SELECT s.item_id AS id, s.seq FROM {sketches}
+                 WHERE {keys}{rest}
+                 ORDER BY s.sketch <~> binary_quantize(CAST(:vec AS vector)), s.seq
+                 LIMIT :candidates
+             ) AS c
+             JOIN engram_embeddings e ON e.item_id = c.id AND e.model = :model)
+            UNION ALL
+            (SELECT b.item_id, i.seq, b.embedding <=> CAST(:vec AS vector)
+             FROM engram_vector_backlog b JOIN engram_items i ON i.id = b.item_id
+             WHERE b.model = :model AND {where}
+             ORDER BY 3, 2
+             LIMIT :depth)
+            ORDER BY distance, seq
             LIMIT :depth
         )
         SELECT {HIT_COLUMNS}, n.seq, 1 - n.distance AS score

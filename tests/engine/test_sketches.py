@@ -1,0 +1,144 @@
+"""A filter that admits few items is ranked by sketches, then by vectors (sketch_sql, migration 0009).
+
+The sketches live in ``engram_sketches`` beside the indexed vectors, with the keys a filter
+finds them by; vectors still queued for the index have none yet and are ranked exactly.
+Every page must be the exact ranking's, scores included, whether a filter is wholly held
+by the sketches' keys or not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from sqlalchemy import text
+
+from app.contract.meta import Filter
+from app.contract.namespaces import Reach
+from app.contract.requests import FetchRequest, ForgetByIds
+from app.engine.postgres.engine import PostgresEngine, vector_literal
+from app.engine.postgres.filters import filter_predicate
+from app.engine.postgres.selectivity import ranks_by_sketch
+from app.engine.postgres.statements import TERM_STATISTICS, TermStatistics, vector_sql
+from tests.deploy.scratch import SKETCHES_OFF
+from tests.engine.test_indexer import quiet_engine
+from tests.engine.test_postgres import analyse, learning
+
+TOPICS = ["harbour tides", "compiler passes", "sourdough starter", "orbital mechanics", "tax filing"]
+QUERY = "tides of the harbour"
+
+
+@pytest.fixture
+async def unindexed(database_url: str, embedder: Any) -> AsyncIterator[PostgresEngine]:
+    """Writes stay queued until the test moves them."""
+    async for engine in quiet_engine(database_url, embedder, 10_000):
+        yield engine
+
+
+async def scalar(engine: PostgresEngine, sql: str) -> Any:
+    async with engine.database.connect() as connection:
+        return await connection.scalar(text(sql))
+
+
+async def exact_ranking(engine: PostgresEngine, embedder: Any, request_filter: Filter, depth: int) -> list[Any]:
+    (vector,) = await embedder.embed([QUERY])
+    pred = filter_predicate(request_filter)
+    sql = vector_sql(pred.sql(), exact=True, dimension=embedder.dimension)
+    params = {"vec": vector_literal(vector), "model": embedder.name, "depth": depth, "offset": 0, **pred.params}
+    return [(row["id"], float(row["score"])) for row in await engine._rows(sql, params)]
+
+
+async def paged(engine: PostgresEngine, request_filter: Filter, pages: int) -> list[list[tuple[str, float]]]:
+    found, cursor = [], None
+    for _ in range(pages):
+        page = await engine.fetch(
+            FetchRequest(query=QUERY, mode="vector", filter=request_filter, limit=10, cursor=cursor)  # type: ignore[arg-type]
+        )
+        found.append([(hit.id, hit.score) for hit in page.hits])
+        cursor = page.next_cursor
+    assert cursor is None
+    return found
+
+
+async def few_among_many(engine: PostgresEngine) -> None:
+    """300 common items at the root and 40 few ones (20 indexed, 20 still queued) in a namespace and its child."""
+    common = [learning(f"note {n} on {TOPICS[n % 5]}", tags=["common"]) for n in range(300)]
+    for start in range(0, 300, 100):
+        await engine.store_many(common[start : start + 100])
+    few = [
+        learning(
+            f"few {n}: {TOPICS[n % 5]} and {TOPICS[(n * 3) % 5]}",
+            tags=["few"],
+            namespace="team:a/agent:x" if n % 2 else "team:a",
+        )
+        for n in range(40)
+    ]
+    await engine.store_many(few[20:])
+    await engine.finish_indexing()
+    await engine.store_many(few[:20])  # nobody indexes these: they wait in the backlog
+    await analyse(engine)
+    assert await engine.vector_backlog() == 20
+    assert await scalar(engine, "SELECT count(*) FROM engram_sketches") == 320
+
+
+async def test_a_filter_admitting_few_items_is_ranked_by_sketches_then_exactly(
+    unindexed: PostgresEngine, embedder: Any
+) -> None:
+    """Every admitted sketch, the nearest by full-precision vectors beside the queued ones:
+    pages in the exact ranking's order, with exact distances as scores (the walk's are half precision)."""
+    await few_among_many(unindexed)
+    request_filter = Filter(tags_any=["few"])
+    statistics = TermStatistics.of((await unindexed._rows(TERM_STATISTICS, {}))[0])
+    assert statistics.tags is not None and statistics.tags.share("few") == pytest.approx(40 / 340, rel=0.01)
+    assert ranks_by_sketch(request_filter, statistics)
+
+    exact = await exact_ranking(unindexed, embedder, request_filter, 40)
+    pages = await paged(unindexed, request_filter, 4)
+    hits = [hit for page in pages for hit in page]
+    assert [item_id for item_id, _ in hits] == [item_id for item_id, _ in exact]
+    assert [score for _, score in hits] == pytest.approx([score for _, score in exact], abs=1e-12)
+    assert [len(page) for page in pages] == [10, 10, 10, 10]
+
+
+@pytest.mark.parametrize(
+    "request_filter, admitted",
+    [
+        # The sketches hold these wholly.
+        (Filter(reach=Reach(at="team:a", inherit=False, descendants=True)), 40),
+        (Filter(tags_any=["few"], reach=Reach(at="team:a", inherit=False, descendants=True)), 40),
+        # These the items' rows narrow further.
+        (Filter(tags_any=["few"], kinds=["learning"]), 40),
+        (Filter(reach=Reach(at="team:a", inherit=False)), 20),
+        (Filter(reach=Reach(at="team:a/agent:x", inherit=False)), 20),
+        (Filter(tags_any=["few"], reach=Reach(at="team:a", inherit=True, descendants=True)), 40),
+        (Filter(tags_any=["few"], agent_id="nobody"), 0),
+    ],
+)
+async def test_a_filter_the_sketches_hold_only_in_part_is_ranked_exactly_too(
+    unindexed: PostgresEngine, embedder: Any, request_filter: Filter, admitted: int
+) -> None:
+    await few_among_many(unindexed)
+    statistics = TermStatistics.of((await unindexed._rows(TERM_STATISTICS, {}))[0])
+    assert ranks_by_sketch(request_filter, statistics)
+    exact = await exact_ranking(unindexed, embedder, request_filter, 60)
+    assert len(exact) == admitted
+    pages = await paged(unindexed, request_filter, max(1, -(-admitted // 10)))
+    hits = [hit for page in pages for hit in page]
+    assert [item_id for item_id, _ in hits] == [item_id for item_id, _ in exact]
+    assert [score for _, score in hits] == pytest.approx([score for _, score in exact], abs=1e-12)
+
+
+async def test_the_indexer_writes_each_sketch_with_its_items_keys_and_a_forget_takes_it(
+    unindexed: PostgresEngine,
+) -> None:
+    await few_among_many(unindexed)
+    assert await scalar(unindexed, SKETCHES_OFF) == 0
+    await unindexed.finish_indexing()
+    assert await scalar(unindexed, "SELECT count(*) FROM engram_sketches") == 340
+    assert await scalar(unindexed, SKETCHES_OFF) == 0
+    doomed = [learning(f"note {n} on {TOPICS[n % 5]}", tags=["common"]).validate().fingerprint() for n in range(10)]
+    report = await unindexed.forget(ForgetByIds(ids=doomed))
+    assert report.forgotten == 10
+    assert await scalar(unindexed, "SELECT count(*) FROM engram_sketches") == 330
+    assert await scalar(unindexed, SKETCHES_OFF) == 0
