@@ -358,6 +358,18 @@ async def _with_indexed_learnings(scratch: ScratchServer, embedder: WordLlamaEmb
     return url
 
 
+async def _with_indexed_and_queued_learnings(
+    scratch: ScratchServer, embedder: WordLlamaEmbedder, indexed: int, queued: int
+) -> str:
+    """As _with_indexed_learnings, and ``queued`` more learnings whose vectors wait in the backlog."""
+    url = await _with_indexed_learnings(scratch, embedder, indexed)
+    engine = await PostgresEngine.connect(url, embedder, background_indexing=False)
+    await engine.store_many(learnings(queued, topic="queued"))
+    await engine.close()
+    assert await _scalar(url, "SELECT count(*) FROM engram_vector_backlog") == queued
+    return url
+
+
 async def test_0005_rebuilds_the_vector_index_wider_and_keeps_every_vector_in_it(
     scratch: ScratchServer, embedder: WordLlamaEmbedder
 ) -> None:
@@ -389,11 +401,7 @@ async def test_0007_rebuilds_the_vector_index_at_the_breadth_the_engine_builds_i
 async def test_0008_sketches_every_item_already_stored_from_its_vector(
     scratch: ScratchServer, embedder: WordLlamaEmbedder
 ) -> None:
-    url = await _with_indexed_learnings(scratch, embedder, 12)
-    engine = await PostgresEngine.connect(url, embedder, background_indexing=False)
-    await engine.store_many(learnings(5, topic="queued"))  # these wait in the backlog
-    await engine.close()
-    assert await _scalar(url, "SELECT count(*) FROM engram_vector_backlog") == 5
+    url = await _with_indexed_and_queued_learnings(scratch, embedder, 12, 5)
     await _downgrade(url, "0007")
     column = "SELECT count(*) FROM pg_attribute WHERE attrelid = 'engram_items'::regclass AND attname = 'sketch'"
     assert await _scalar(url, column) == 0
@@ -410,10 +418,7 @@ async def test_0008_sketches_every_item_already_stored_from_its_vector(
 async def test_0009_moves_the_sketches_of_indexed_vectors_into_their_own_table(
     scratch: ScratchServer, embedder: WordLlamaEmbedder
 ) -> None:
-    url = await _with_indexed_learnings(scratch, embedder, 12)
-    engine = await PostgresEngine.connect(url, embedder, background_indexing=False)
-    await engine.store_many(learnings(5, topic="queued"))  # these wait in the backlog
-    await engine.close()
+    url = await _with_indexed_and_queued_learnings(scratch, embedder, 12, 5)
     await _downgrade(url, "0008")
     assert await _scalar(url, ITEM_SKETCHES_OFF) == 0
     assert await _scalar(url, "SELECT to_regclass('engram_sketches') IS NULL") is True
