@@ -116,18 +116,23 @@ class SketchKeys:
     complete: bool
 
 
+def lineage_key(reach: Reach | None) -> str | None:
+    """The ``lineage`` key every item a reach admits holds: ``at``, unless the reach inherits
+    (its ancestors hold no such key) or is at the root (no item's lineage lists it)."""
+    if reach is None or reach.inherit:
+        return None
+    at = Namespace.parse(reach.at)
+    return None if at.is_root else at.path
+
+
 def sketch_keys(request_filter: Filter) -> SketchKeys:
     pred = Predicate("k")
     if request_filter.tags_any:
         pred.clauses.append(f"s.tags && CAST({pred.bind(list(request_filter.tags_any))} AS text[])")
-    reach = request_filter.reach
-    whole_subtree = False
-    if reach is not None and not reach.inherit:
-        at = Namespace.parse(reach.at)
-        if not at.is_root:
-            # ``at`` and below; ``at`` alone (without descendants) is narrowed by ``where``.
-            pred.clauses.append(f"s.lineage @> ARRAY[CAST({pred.bind(at.path)} AS text)]")
-            whole_subtree = reach.descendants
+    reach, key = request_filter.reach, lineage_key(request_filter.reach)
+    if key is not None:
+        # ``at`` and below; ``at`` alone (without descendants) is narrowed by ``where``.
+        pred.clauses.append(f"s.lineage @> ARRAY[CAST({pred.bind(key)} AS text)]")
     rest = request_filter.model_dump(exclude_none=True, exclude_defaults=True).keys() - {"tags_any", "reach"}
-    complete = not rest and (reach is None or whole_subtree)
-    return SketchKeys(predicate=pred, complete=complete)
+    whole_reach = reach is None or (key is not None and reach.descendants)
+    return SketchKeys(predicate=pred, complete=not rest and whole_reach)

@@ -11,7 +11,7 @@ by sketches, slower than the walk would be, with the same kind of answer.
 from __future__ import annotations
 
 from app.contract.meta import Filter
-from app.contract.namespaces import Namespace
+from app.engine.postgres.filters import lineage_key
 from app.engine.postgres.statements import SKETCH_MAX_ADMITTED, TermStatistics
 
 
@@ -20,12 +20,9 @@ def admitted_bound(request_filter: Filter, statistics: TermStatistics) -> float 
     shares: list[float] = []
     if request_filter.tags_any and statistics.tags is not None:
         shares.append(min(1.0, sum(statistics.tags.share(tag) for tag in set(request_filter.tags_any))))
-    reach = request_filter.reach
-    if reach is not None and not reach.inherit and statistics.lineage is not None:
-        at = Namespace.parse(reach.at)
-        # The root is in no item's lineage: its bound would be everything anyway.
-        if not at.is_root:
-            shares.append(statistics.lineage.share(at.path))
+    key = lineage_key(request_filter.reach)
+    if key is not None and statistics.lineage is not None:
+        shares.append(statistics.lineage.share(key))
     return min(shares) * statistics.items if shares else None
 
 
