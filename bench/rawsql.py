@@ -25,7 +25,7 @@ from app.engine.postgres.engine import (
     vector_literal,
     vector_literals,
 )
-from app.engine.postgres.filters import filter_predicate, sketch_keys
+from app.engine.postgres.filters import Predicate, filter_predicate, sketch_keys
 from app.engine.postgres.indexer import VectorIndexer, backlog_size
 from app.engine.postgres.selectivity import ranks_by_sketch
 from app.engine.postgres.statements import (
@@ -153,8 +153,6 @@ class RawSql:
         start = time.perf_counter()
         vectors = await self._embedder.embed([item.text for item in batch])
         embedded = time.perf_counter()
-        formatted = vector_literals(vectors)
-        literals = dict(zip([i.id for i in batch], formatted, strict=True))
         rows = {
             "ids": [i.id for i in batch],
             "kinds": [i.row["kind"] for i in batch],
@@ -175,7 +173,7 @@ class RawSql:
                 {
                     "model": self._embedder.name,
                     "ids": ids,
-                    "vs": [literals[i] for i in ids],
+                    "vs": vector_literals([v for i, v in zip(batch, vectors, strict=True) if i.id in inserted]),
                 },
             )
         queued = time.perf_counter()
@@ -205,9 +203,12 @@ class RawSql:
         connection by a hybrid fetch's vector ranking, while its keyword ranking has the first."""
         return await self._statistics.current(lambda: self.run(TERM_STATISTICS, {}, second=second))
 
-    async def ranks_by_sketch(self, request_filter: Filter, *, second: bool = False) -> bool:
-        """Whether the engine ranks a vector search under ``request_filter`` by sketches (sketch_sql)."""
-        pred = filter_predicate(request_filter)
+    async def ranks_by_sketch(
+        self, request_filter: Filter, pred: Predicate | None = None, *, second: bool = False
+    ) -> bool:
+        """Whether the engine ranks a vector search under ``request_filter`` (as ``pred``, when the
+        caller has it) by sketches (sketch_sql)."""
+        pred = pred or filter_predicate(request_filter)
         return not pred.admits_all and ranks_by_sketch(request_filter, await self.term_statistics(second=second))
 
     async def fetch_statement(
@@ -241,7 +242,7 @@ class RawSql:
                 settled=True,
             )
         vec = {"vec": vector_literal(vector or []), "model": self._embedder.name, "depth": offset + count}
-        if sketches and await self.ranks_by_sketch(request_filter, second=second):
+        if sketches and await self.ranks_by_sketch(request_filter, pred, second=second):
             keys = sketch_keys(request_filter)
             return Statement(
                 sketch_sql(pred.sql(), keys.predicate.sql(), complete=keys.complete),

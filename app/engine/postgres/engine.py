@@ -431,9 +431,7 @@ class PostgresEngine:
                 async with self._db.begin() as connection:
                     inserted = await self._insert(connection, fresh, {i: texts[first[i]] for i in fresh})
                     vectors = await embedding
-                    queued = list(inserted)
-                    literals = vector_literals([vectors[first[i]] for i in queued])
-                    backlog = await self._queue_vectors(connection, dict(zip(queued, literals, strict=True)))
+                    backlog = await self._queue_vectors(connection, {i: vectors[first[i]] for i in inserted})
         finally:
             embedding.cancel()  # a no-op once it is done; else something failed and nobody waits for it
         if backlog:
@@ -471,12 +469,13 @@ class PostgresEngine:
         result = await connection.execute(text(INSERT_ITEMS), rows)
         return set(result.scalars().all())
 
-    async def _queue_vectors(self, connection: AsyncConnection, vectors: dict[str, str]) -> int:
-        """The vectors (as literals) into the backlog; how many wait for the index now."""
+    async def _queue_vectors(self, connection: AsyncConnection, vectors: dict[str, list[float]]) -> int:
+        """The vectors into the backlog; how many wait for the index now."""
         if not vectors:
             return 0
         backlog = await connection.scalar(
-            text(QUEUE_VECTORS), {"model": self._embedder.name, "ids": list(vectors), "vs": list(vectors.values())}
+            text(QUEUE_VECTORS),
+            {"model": self._embedder.name, "ids": list(vectors), "vs": vector_literals(list(vectors.values()))},
         )
         return int(backlog or 0)
 
@@ -567,8 +566,7 @@ class PostgresEngine:
         self._statistics.forget()
 
     async def _keyword_params(self, keywords: KeywordQuery, depth: int) -> dict[str, Any]:
-        statistics = await self._statistics.current(lambda: self._rows(TERM_STATISTICS, {}))
-        return keyword_params(self._ts_config, keywords, depth, statistics)
+        return keyword_params(self._ts_config, keywords, depth, await self._term_statistics())
 
     async def _keyword(self, keywords: KeywordQuery, request_filter: Filter, offset: int, count: int) -> list[Hit]:
         rows = await self._keyword_rows(keywords, filter_predicate(request_filter), offset, count)
@@ -610,9 +608,10 @@ class PostgresEngine:
         raise AssertionError("unreachable")
 
     async def _admits_few(self, request_filter: Filter, pred: Predicate) -> bool:
-        return not pred.admits_all and ranks_by_sketch(
-            request_filter, await self._statistics.current(lambda: self._rows(TERM_STATISTICS, {}))
-        )
+        return not pred.admits_all and ranks_by_sketch(request_filter, await self._term_statistics())
+
+    async def _term_statistics(self) -> TermStatistics:
+        return await self._statistics.current(lambda: self._rows(TERM_STATISTICS, {}))
 
     async def _hybrid(
         self, keywords: KeywordQuery, vector: list[float], request_filter: Filter, offset: int, count: int
