@@ -18,7 +18,7 @@ from sqlalchemy import text
 from app.contract.meta import Filter
 from app.contract.requests import FetchRequest, ForgetByIds
 from app.engine.postgres.engine import PostgresEngine
-from app.engine.postgres.indexer import VectorIndexer
+from app.engine.postgres.indexer import VectorIndexer, index_backlog
 from tests.conftest import truncate
 from tests.engine.test_postgres import count_rows, failing_insert, learning
 
@@ -123,6 +123,24 @@ async def test_a_write_past_the_limit_indexes_beside_an_indexer_holding_the_olde
     async with limited.database.connect() as connection:
         indexed = set((await connection.execute(text("SELECT item_id FROM engram_embeddings"))).scalars())
     assert indexed == {item.fingerprint() for item in second}
+
+
+async def test_a_move_commits_without_waiting_for_its_flush_and_leaves_its_connection_as_it_was(
+    unindexed: PostgresEngine,
+) -> None:
+    """A step of the indexer is not made durable as it commits (a crash undoes it whole and its vectors
+    are moved again), and only that step: the connection goes back to the pool, to writers, as it came."""
+    await unindexed.store_many([learning(f"flushed later {n}") for n in range(30)])
+    async with unindexed.database.connect() as connection:
+        raw = (await connection.get_raw_connection()).driver_connection
+        before = await raw.fetchval("SHOW synchronous_commit")
+        async with raw.transaction():  # the step's transaction is a savepoint of this one, its settings kept
+            assert await index_backlog(raw) == 30
+            assert await raw.fetchval("SHOW synchronous_commit") == "off"
+        assert before == "on"
+        assert await raw.fetchval("SHOW synchronous_commit") == before
+    assert await unindexed.vector_backlog() == 0
+    assert await indexed_count(unindexed) == 30
 
 
 async def test_the_indexer_takes_up_what_an_earlier_process_left_queued(

@@ -27,6 +27,7 @@ from app.engine.postgres.statements import (
     CLAIM_BACKLOG,
     INDEXER_LOCK_ORDER,
     MOVE_BACKLOG,
+    MOVE_COMMITS_ASYNC,
     positional,
 )
 
@@ -47,9 +48,13 @@ async def _value(connection: asyncpg.Connection, sql: str, params: dict[str, Any
 
 
 async def index_backlog(connection: asyncpg.Connection, *, step: int = STEP) -> int:
-    """One transaction: the oldest ``step`` queued vectors nobody else holds moved into the index; how many."""
+    """One transaction: the oldest ``step`` queued vectors nobody else holds moved into the index; how many.
+
+    Its commit does not wait for its WAL to reach the disk (MOVE_COMMITS_ASYNC): a crash undoes
+    the move whole, and the vectors, still queued, are moved again.
+    """
     async with connection.transaction():
-        await connection.execute(INDEXER_LOCK_ORDER)
+        await connection.execute(f"{INDEXER_LOCK_ORDER}; {MOVE_COMMITS_ASYNC}")
         numbered, values = positional(CLAIM_BACKLOG, {"n": step})
         claimed = await connection.fetch(numbered, *values)
         if not claimed:
