@@ -245,7 +245,7 @@ class RawSql:
         if sketches and await self.ranks_by_sketch(request_filter, pred, second=second):
             keys = sketch_keys(request_filter)
             return Statement(
-                sketch_sql(pred.sql(), keys.predicate.sql(), complete=keys.complete),
+                sketch_sql(pred.sql(), keys),
                 {**base, **keys.predicate.params, **vec, "candidates": sketch_candidates(offset + count)},
                 False,
                 settled=True,

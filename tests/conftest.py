@@ -47,7 +47,7 @@ def embedder() -> WordLlamaEmbedder:
 async def truncate(engine: PostgresEngine) -> None:
     async with engine.database.begin() as connection:
         await connection.execute(
-            text("TRUNCATE engram_items, engram_vector_backlog, engram_embeddings, engram_sketches")
+            text("TRUNCATE engram_items, engram_vector_backlog, engram_embeddings, engram_sketch_postings")
         )
 
 

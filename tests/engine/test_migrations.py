@@ -18,7 +18,8 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from app.contract.errors import ConfigError
-from app.contract.requests import FetchRequest, ListRequest
+from app.contract.items import StoredItem
+from app.contract.requests import FetchRequest, ForgetByIds, ListRequest
 from app.embeddings.wordllama import WordLlamaEmbedder
 from app.engine.postgres import schema
 from app.engine.postgres.engine import PostgresEngine
@@ -26,6 +27,7 @@ from app.engine.postgres.statements import HNSW_EF_CONSTRUCTION
 from app.main import create_app
 from app.settings import Settings
 from tests.deploy.scratch import SKETCHES_OFF, ScratchServer, free_port, learnings, run_engram, scratch_server
+from tests.engine.test_postgres import learning
 
 MIGRATE_HINT = "run `engram migrate`"
 # Items whose sketch (migration 0008, on the item's own row) is not their vector's, indexed or queued.
@@ -35,6 +37,17 @@ ITEM_SKETCHES_OFF = """
         SELECT item_id, embedding FROM engram_embeddings UNION ALL SELECT item_id, embedding FROM engram_vector_backlog
     ) AS v ON v.item_id = i.id
     WHERE i.sketch IS DISTINCT FROM binary_quantize(v.embedding)
+"""
+# Sketches in the narrow table (migration 0009) that are not their indexed vector's or their item's
+# (seq, tags, lineage), indexed vectors without one, and sketches without an indexed vector.
+NARROW_SKETCHES_OFF = """
+    SELECT (SELECT count(*) FROM engram_embeddings e
+            JOIN engram_items i ON i.id = e.item_id
+            LEFT JOIN engram_sketches s ON s.item_id = e.item_id
+            WHERE s.sketch IS DISTINCT FROM binary_quantize(e.embedding) OR s.seq IS DISTINCT FROM i.seq
+               OR s.tags IS DISTINCT FROM i.tags OR s.lineage IS DISTINCT FROM i.lineage)
+         + (SELECT count(*) FROM engram_sketches s
+            WHERE NOT EXISTS (SELECT 1 FROM engram_embeddings e WHERE e.item_id = s.item_id))
 """
 VECTOR_INDEX_DEF = "SELECT indexdef FROM pg_indexes WHERE indexname = 'engram_embeddings_hnsw'"
 
@@ -119,7 +132,7 @@ async def test_upgrade_downgrade_upgrade_keeps_what_it_promises(
         "engram_items",
         "engram_embeddings",
         "engram_vector_backlog",
-        "engram_sketches",
+        "engram_sketch_postings",
         "engram_settings",
     }
 
@@ -425,16 +438,60 @@ async def test_0009_moves_the_sketches_of_indexed_vectors_into_their_own_table(
     await _upgrade(url, "0009")
     # The indexed vectors' sketches; a queued one's is written when the indexer moves it.
     assert await _scalar(url, "SELECT count(*) FROM engram_sketches") == 12
-    assert await _scalar(url, SKETCHES_OFF) == 0
+    assert await _scalar(url, NARROW_SKETCHES_OFF) == 0
     column = "SELECT count(*) FROM pg_attribute WHERE attrelid = 'engram_items'::regclass AND attname = 'sketch'"
     assert await _scalar(url, column) == 0
     assert await _scalar(url, _INDEX_COLUMNS.format(index="engram_sketches_keys")) == "tags, lineage"
+
+
+def _filed(count: int, topic: str) -> list[StoredItem]:
+    """Learnings under tags (one repeated) and namespaces: their sketches have keys to be filed under."""
+    return [
+        learning(
+            f"{topic} {n}: the {['harbour', 'violin', 'glacier', 'orchard'][n % 4]} note",
+            tags=[["tea"], ["tea", "rust", "tea"], []][n % 3],
+            namespace=["team:a/agent:x", "team:a", "root"][n % 3],
+        )
+        for n in range(count)
+    ]
+
+
+async def test_0010_files_every_indexed_sketch_under_its_items_keys(
+    scratch: ScratchServer, embedder: WordLlamaEmbedder
+) -> None:
+    url = scratch.new_database()
+    await _upgrade(url)
+    engine = await PostgresEngine.connect(url, embedder, background_indexing=False)
+    await engine.store_many(_filed(12, "indexed"))
+    await engine.finish_indexing()
+    await engine.store_many(_filed(6, "queued"))
+    await engine.close()
+    # Items at the root without tags have no key: 8 of 12 are filed, 3 keys each (tags once, lineage).
+    assert await _scalar(url, "SELECT count(*) FROM engram_sketch_postings") == 8 * 3
+    assert await _scalar(url, SKETCHES_OFF) == 0
+
+    await _downgrade(url, "0009")
+    assert await _scalar(url, "SELECT to_regclass('engram_sketch_postings') IS NULL") is True
+    assert await _scalar(url, "SELECT count(*) FROM engram_sketches") == 12
+    assert await _scalar(url, NARROW_SKETCHES_OFF) == 0
+    await _upgrade(url, "0010")
+    assert await _scalar(url, "SELECT to_regclass('engram_sketches') IS NULL") is True
+    assert await _scalar(url, "SELECT count(*) FROM engram_sketch_postings") == 8 * 3
+    assert await _scalar(url, SKETCHES_OFF) == 0
+    assert await _scalar(url, _INDEX_COLUMNS.format(index="engram_sketch_postings_pkey")) == "key, seq, item_id, sketch"
+    assert await _scalar(url, _INDEX_COLUMNS.format(index="engram_sketch_postings_item")) == "item_id"
+
     engine = await PostgresEngine.connect(url, embedder, background_indexing=False)
     try:
         await engine.finish_indexing()
+        assert await _scalar(url, "SELECT count(*) FROM engram_sketch_postings") == 12 * 3
+        assert await _scalar(url, SKETCHES_OFF) == 0
+        # A forget takes an item's postings with it.
+        report = await engine.forget(ForgetByIds(ids=[item.fingerprint() for item in _filed(3, "queued")]))
+        assert report.forgotten == 3
     finally:
         await engine.close()
-    assert await _scalar(url, "SELECT count(*) FROM engram_sketches") == 17
+    assert await _scalar(url, "SELECT count(*) FROM engram_sketch_postings") == 10 * 3
     assert await _scalar(url, SKETCHES_OFF) == 0
 
 

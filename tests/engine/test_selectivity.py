@@ -81,30 +81,37 @@ def test_sketches_rank_a_filter_up_to_the_measured_bound() -> None:
 
 
 @pytest.mark.parametrize(
-    "request_filter, clauses, complete",
+    "request_filter, filed_under, lineage, complete",
     [
-        (Filter(tags_any=["rare", "middling"]), ["s.tags && CAST(:k0 AS text[])"], True),
-        (subtree("team:a"), ["s.lineage @> ARRAY[CAST(:k0 AS text)]"], True),
-        (
-            subtree("team:a", tags_any=["rare"]),
-            ["s.tags && CAST(:k0 AS text[])", "s.lineage @> ARRAY[CAST(:k1 AS text)]"],
-            True,
-        ),
+        (Filter(tags_any=["rare", "middling", "rare"]), ["t:rare", "t:middling"], None, True),
+        (subtree("team:a"), ["n:team:a"], None, True),
+        # A lineage key beside tags: the tags' postings are read, each checked against the key's.
+        (subtree("team:a", tags_any=["rare"]), ["t:rare"], "n:team:a", True),
         # ``at`` alone: its lineage key admits its subtree too, so the items' rows narrow it.
-        (subtree("team:a", descendants=False), ["s.lineage @> ARRAY[CAST(:k0 AS text)]"], False),
+        (subtree("team:a", descendants=False), ["n:team:a"], None, False),
         # Bounded by its tags only: the reach is the items' rows' to test.
-        (subtree("team:a", inherit=True, tags_any=["rare"]), ["s.tags && CAST(:k0 AS text[])"], False),
-        (subtree("root", tags_any=["rare"]), ["s.tags && CAST(:k0 AS text[])"], False),
-        (Filter(tags_any=["rare"], kinds=["document"]), ["s.tags && CAST(:k0 AS text[])"], False),
-        (Filter(tags_any=["rare"], agent_id="a1"), ["s.tags && CAST(:k0 AS text[])"], False),
+        (subtree("team:a", inherit=True, tags_any=["rare"]), ["t:rare"], None, False),
+        (subtree("root", tags_any=["rare"]), ["t:rare"], None, False),
+        (Filter(tags_any=["rare"], kinds=["document"]), ["t:rare"], None, False),
+        (Filter(tags_any=["rare"], agent_id="a1"), ["t:rare"], None, False),
     ],
 )
-def test_the_sketches_test_what_the_statistics_bound_and_say_when_that_is_the_whole_filter(
-    request_filter: Filter, clauses: list[str], complete: bool
+def test_the_sketches_are_read_under_the_keys_the_statistics_bound_and_say_when_that_is_the_whole_filter(
+    request_filter: Filter, filed_under: list[str], lineage: str | None, complete: bool
 ) -> None:
     keys = sketch_keys(request_filter.validate())
-    assert keys.predicate.clauses == clauses
+    assert keys.predicate.params == {"k0": filed_under, **({"k1": lineage} if lineage else {})}
     assert keys.complete is complete
+    assert keys.several is (len(filed_under) > 1)
     # Whenever the bound lets sketches rank a filter, they have a key to find its items by.
-    if admitted_bound(request_filter.validate(), STATS) is not None:
-        assert keys.predicate.clauses
+    assert admitted_bound(request_filter.validate(), STATS) is not None
+
+
+@pytest.mark.parametrize(
+    "request_filter",
+    [Filter(), Filter(kinds=["document"]), subtree("team:a", inherit=True), subtree("root")],
+)
+def test_a_filter_without_a_bounded_key_is_never_ranked_by_sketches(request_filter: Filter) -> None:
+    assert admitted_bound(request_filter.validate(), STATS) is None
+    with pytest.raises(ValueError):
+        sketch_keys(request_filter.validate())

@@ -1,7 +1,8 @@
-"""A filter that admits few items is ranked by sketches, then by vectors (sketch_sql, migration 0009).
+"""A filter that admits few items is ranked by sketches, then by vectors (sketch_sql, migration 0010).
 
-The sketches live in ``engram_sketches`` beside the indexed vectors, with the keys a filter
-finds them by; vectors still queued for the index have none yet and are ranked exactly.
+The sketches are filed in ``engram_sketch_postings`` under the keys a filter finds them by
+(each tag, each lineage key), beside the indexed vectors; vectors still queued for the index
+have none yet and are ranked exactly. An item filed under several of a filter's tags is ranked once.
 Every page must be the exact ranking's, scores included, whether a filter is wholly held
 by the sketches' keys or not.
 """
@@ -62,14 +63,15 @@ async def paged(engine: PostgresEngine, request_filter: Filter, pages: int) -> l
 
 
 async def few_among_many(engine: PostgresEngine) -> None:
-    """300 common items at the root and 40 few ones (20 indexed, 20 still queued) in a namespace and its child."""
+    """300 common items at the root and 40 few ones (20 indexed, 20 still queued) in a namespace and its
+    child, a quarter of them tagged "pair" too."""
     common = [learning(f"note {n} on {TOPICS[n % 5]}", tags=["common"]) for n in range(300)]
     for start in range(0, 300, 100):
         await engine.store_many(common[start : start + 100])
     few = [
         learning(
             f"few {n}: {TOPICS[n % 5]} and {TOPICS[(n * 3) % 5]}",
-            tags=["few"],
+            tags=["few", "pair"] if n % 4 == 0 else ["few"],
             namespace="team:a/agent:x" if n % 2 else "team:a",
         )
         for n in range(40)
@@ -79,7 +81,7 @@ async def few_among_many(engine: PostgresEngine) -> None:
     await engine.store_many(few[:20])  # nobody indexes these: they wait in the backlog
     await analyse(engine)
     assert await engine.vector_backlog() == 20
-    assert await scalar(engine, "SELECT count(*) FROM engram_sketches") == 320
+    assert await scalar(engine, "SELECT count(DISTINCT item_id) FROM engram_sketch_postings") == 320
 
 
 async def test_a_filter_admitting_few_items_is_ranked_by_sketches_then_exactly(
@@ -106,7 +108,13 @@ async def test_a_filter_admitting_few_items_is_ranked_by_sketches_then_exactly(
     [
         # The sketches hold these wholly.
         (Filter(reach=Reach(at="team:a", inherit=False, descendants=True)), 40),
+        (Filter(reach=Reach(at="team:a/agent:x", inherit=False, descendants=True)), 20),
         (Filter(tags_any=["few"], reach=Reach(at="team:a", inherit=False, descendants=True)), 40),
+        (Filter(tags_any=["pair"], reach=Reach(at="team:a/agent:x", inherit=False, descendants=True)), 0),
+        (Filter(tags_any=["pair"], reach=Reach(at="team:a", inherit=False, descendants=True)), 10),
+        # Filed under both tags, a "pair" item is ranked once.
+        (Filter(tags_any=["few", "pair"]), 40),
+        (Filter(tags_any=["pair", "few"], reach=Reach(at="team:a", inherit=False, descendants=True)), 40),
         # These the items' rows narrow further.
         (Filter(tags_any=["few"], kinds=["learning"]), 40),
         (Filter(reach=Reach(at="team:a", inherit=False)), 20),
@@ -135,10 +143,10 @@ async def test_the_indexer_writes_each_sketch_with_its_items_keys_and_a_forget_t
     await few_among_many(unindexed)
     assert await scalar(unindexed, SKETCHES_OFF) == 0
     await unindexed.finish_indexing()
-    assert await scalar(unindexed, "SELECT count(*) FROM engram_sketches") == 340
+    assert await scalar(unindexed, "SELECT count(DISTINCT item_id) FROM engram_sketch_postings") == 340
     assert await scalar(unindexed, SKETCHES_OFF) == 0
     doomed = [learning(f"note {n} on {TOPICS[n % 5]}", tags=["common"]).validate().fingerprint() for n in range(10)]
     report = await unindexed.forget(ForgetByIds(ids=doomed))
     assert report.forgotten == 10
-    assert await scalar(unindexed, "SELECT count(*) FROM engram_sketches") == 330
+    assert await scalar(unindexed, "SELECT count(DISTINCT item_id) FROM engram_sketch_postings") == 330
     assert await scalar(unindexed, SKETCHES_OFF) == 0

@@ -593,7 +593,7 @@ class PostgresEngine:
             keys = sketch_keys(request_filter)
             params = {**params, "candidates": sketch_candidates(offset + count), "offset": offset}
             return await self._rows(
-                sketch_sql(pred.sql(), keys.predicate.sql(), complete=keys.complete),
+                sketch_sql(pred.sql(), keys),
                 {**params, **pred.params, **keys.predicate.params},
             )
         for exact in (False, True):

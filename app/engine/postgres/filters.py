@@ -105,15 +105,28 @@ def filter_predicate(request_filter: Filter, prefix: str = "f") -> Predicate:
 
 @dataclass(frozen=True)
 class SketchKeys:
-    """The part of a filter the sketches (``engram_sketches AS s``, migration 0009) test by themselves.
+    """The part of a filter the sketch postings (``engram_sketch_postings AS p``, migration 0010) test by themselves.
 
-    Their tags and a namespace's lineage key: the clauses the statistics bound
-    (app/engine/postgres/selectivity.py), so a filter ranked by sketches always has some.
-    ``complete``: they are the whole filter, and no item need be read to apply it.
+    The keys a filter's sketches are filed under (its tags, else a namespace's lineage key; a
+    lineage key beside tags is tested against its own postings): the clauses the statistics
+    bound (app/engine/postgres/selectivity.py), so a filter ranked by sketches always has some.
+    ``complete``: they are the whole filter, and no item need be read to apply it. ``several``:
+    the filter names several tags, and an item may be filed under more than one of them.
     """
 
     predicate: Predicate
     complete: bool
+    several: bool
+
+
+def tag_key(tag: str) -> str:
+    """The key a tag's sketches are filed under (statements.POSTING_KEYS)."""
+    return f"t:{tag}"
+
+
+def lineage_posting(key: str) -> str:
+    """The key the sketches under a lineage key are filed under (statements.POSTING_KEYS)."""
+    return f"n:{key}"
 
 
 def lineage_key(reach: Reach | None) -> str | None:
@@ -126,13 +139,22 @@ def lineage_key(reach: Reach | None) -> str | None:
 
 
 def sketch_keys(request_filter: Filter) -> SketchKeys:
+    reach, lineage = request_filter.reach, lineage_key(request_filter.reach)
+    tags = list(dict.fromkeys(request_filter.tags_any or []))
+    if tags:
+        keys = [tag_key(tag) for tag in tags]
+    elif lineage is not None:
+        keys = [lineage_posting(lineage)]
+    else:
+        raise ValueError("a filter without tags or a lineage key has no sketches to rank by")
     pred = Predicate("k")
-    if request_filter.tags_any:
-        pred.clauses.append(f"s.tags && CAST({pred.bind(list(request_filter.tags_any))} AS text[])")
-    reach, key = request_filter.reach, lineage_key(request_filter.reach)
-    if key is not None:
+    pred.clauses.append(f"p.key = ANY(CAST({pred.bind(keys)} AS text[]))")
+    if tags and lineage is not None:
         # ``at`` and below; ``at`` alone (without descendants) is narrowed by ``where``.
-        pred.clauses.append(f"s.lineage @> ARRAY[CAST({pred.bind(key)} AS text)]")
+        pred.clauses.append(
+            f"EXISTS (SELECT 1 FROM engram_sketch_postings l WHERE l.key = {pred.bind(lineage_posting(lineage))}"
+            " AND l.seq = p.seq)"
+        )
     rest = request_filter.model_dump(exclude_none=True, exclude_defaults=True).keys() - {"tags_any", "reach"}
-    whole_reach = reach is None or (key is not None and reach.descendants)
-    return SketchKeys(predicate=pred, complete=not rest and whole_reach)
+    whole_reach = reach is None or (lineage is not None and reach.descendants)
+    return SketchKeys(predicate=pred, complete=not rest and whole_reach, several=len(keys) > 1)

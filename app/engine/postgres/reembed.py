@@ -24,7 +24,7 @@ from app.engine.postgres.engine import vector_literals
 from app.engine.postgres.errors import database_errors
 from app.engine.postgres.schema import async_url, ensure_current
 from app.engine.postgres.service import resolve_database
-from app.engine.postgres.statements import HNSW_INDEX, hnsw_index_sql
+from app.engine.postgres.statements import HNSW_INDEX, POSTING_KEYS, hnsw_index_sql
 from app.settings import Settings
 
 # For pgvector a column's type modifier is its dimension.
@@ -35,11 +35,12 @@ INSERT_VECTORS = (
     "INSERT INTO engram_embeddings (item_id, model, embedding) "
     "SELECT t.id, :model, t.v::vector FROM unnest(CAST(:ids AS text[]), CAST(:vs AS text[])) AS t(id, v)"
 )
-# Each indexed vector's sketch beside it, as the indexer writes it (statements.MOVE_BACKLOG).
+# Each indexed vector's sketch beside it, filed as the indexer files it (statements.MOVE_BACKLOG).
 INSERT_SKETCHES = (
-    "INSERT INTO engram_sketches (item_id, seq, tags, lineage, sketch) "
-    "SELECT i.id, i.seq, i.tags, i.lineage, binary_quantize(t.v::vector) "
-    "FROM unnest(CAST(:ids AS text[]), CAST(:vs AS text[])) AS t(id, v) JOIN engram_items i ON i.id = t.id"
+    "INSERT INTO engram_sketch_postings (key, seq, item_id, sketch) "
+    "SELECT k.key, i.seq, i.id, binary_quantize(t.v::vector) "
+    "FROM unnest(CAST(:ids AS text[]), CAST(:vs AS text[])) AS t(id, v) JOIN engram_items i ON i.id = t.id "
+    f"CROSS JOIN LATERAL ({POSTING_KEYS}) AS k(key)"
 )
 
 
@@ -66,12 +67,12 @@ async def _reembed(connection: AsyncConnection, embedder: Embedder, batch_size: 
     await connection.execute(text("LOCK TABLE engram_items IN SHARE MODE"))
     # In the order every writer and the vector indexer take them (statements.INDEXER_LOCK_ORDER).
     await connection.execute(
-        text("LOCK TABLE engram_vector_backlog, engram_embeddings, engram_sketches IN ACCESS EXCLUSIVE MODE")
+        text("LOCK TABLE engram_vector_backlog, engram_embeddings, engram_sketch_postings IN ACCESS EXCLUSIVE MODE")
     )
     # A bulk load then one index build is far faster than growing the index row by row.
     await connection.execute(text(f"DROP INDEX IF EXISTS {HNSW_INDEX}"))
     # The old model's vectors, indexed or still queued for the index (migration 0004), and their sketches.
-    await connection.execute(text("TRUNCATE engram_vector_backlog, engram_embeddings, engram_sketches"))
+    await connection.execute(text("TRUNCATE engram_vector_backlog, engram_embeddings, engram_sketch_postings"))
     current = await connection.scalar(text(COLUMN_DIMENSION))
     if current != embedder.dimension:
         for table in ("engram_embeddings", "engram_vector_backlog"):
@@ -79,7 +80,7 @@ async def _reembed(connection: AsyncConnection, embedder: Embedder, batch_size: 
                 text(f"ALTER TABLE {table} ALTER COLUMN embedding TYPE vector({int(embedder.dimension)})")
             )
         await connection.execute(
-            text(f"ALTER TABLE engram_sketches ALTER COLUMN sketch TYPE bit({int(embedder.dimension)})")
+            text(f"ALTER TABLE engram_sketch_postings ALTER COLUMN sketch TYPE bit({int(embedder.dimension)})")
         )
     total = int(await connection.scalar(text("SELECT count(*) FROM engram_items")) or 0)
     done, after = 0, 0

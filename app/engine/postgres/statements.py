@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.engine.keywords import KeywordQuery
-from app.engine.postgres.filters import Predicate
+from app.engine.postgres.filters import Predicate, SketchKeys
 
 _NAMED = re.compile(r"(?<!:):([A-Za-z_][A-Za-z0-9_]*)")
 
@@ -132,7 +132,7 @@ QUEUE_VECTORS = """
 
 BACKLOG_SIZE = "SELECT count(*) FROM engram_vector_backlog"
 
-# Tables are locked items, then backlog, then embeddings, then sketches, by every writer and every statement that
+# Tables are locked items, then backlog, then embeddings, then sketch postings, by every writer and every statement that
 # locks whole tables (reembed, TRUNCATE): the indexer's claim reads the backlog before the items,
 # so it takes its lock on the items first, the weakest there is (what FOR KEY SHARE takes anyway).
 INDEXER_LOCK_ORDER = "LOCK TABLE engram_items IN ROW SHARE MODE"
@@ -162,10 +162,15 @@ CLAIM_BACKLOG = """
     FOR KEY SHARE OF i SKIP LOCKED
 """
 
+# The keys an item's sketch is filed under (migration 0010; filters.tag_key, filters.lineage_posting):
+# each of its tags and each key of its namespace's lineage, prefixed so a tag never reads as a
+# namespace, each once however often the item repeats a tag.
+POSTING_KEYS = "SELECT 't:' || t FROM unnest(i.tags) AS t UNION SELECT 'n:' || l FROM unnest(i.lineage) AS l"
+
 # The claimed vectors into the index, and their sketches beside it (sketch_sql), in one
-# statement; how many moved. A sketch copies its item's seq, tags and lineage: items are never
-# updated, so the copy never goes stale.
-MOVE_BACKLOG = """
+# statement; how many moved. A sketch is filed under its item's keys with the item's seq: items
+# are never updated, so the copy never goes stale.
+MOVE_BACKLOG = f"""
     WITH moved AS (
         DELETE FROM engram_vector_backlog b
         USING unnest(CAST(:ids AS text[]), CAST(:models AS text[])) AS c(item_id, model)
@@ -178,11 +183,10 @@ MOVE_BACKLOG = """
         ON CONFLICT (item_id, model) DO NOTHING
     ),
     sketched AS (
-        INSERT INTO engram_sketches (item_id, seq, tags, lineage, sketch)
-        SELECT m.item_id, i.seq, i.tags, i.lineage, binary_quantize(m.embedding)
-        FROM moved m JOIN engram_items i ON i.id = m.item_id
-        ORDER BY m.queued
-        ON CONFLICT (item_id) DO NOTHING
+        INSERT INTO engram_sketch_postings (key, seq, item_id, sketch)
+        SELECT k.key, i.seq, m.item_id, binary_quantize(m.embedding)
+        FROM moved m JOIN engram_items i ON i.id = m.item_id CROSS JOIN LATERAL ({POSTING_KEYS}) AS k(key)
+        ON CONFLICT (key, seq) DO NOTHING
     )
     SELECT count(*) FROM moved
 """
@@ -631,29 +635,35 @@ def sketch_candidates(depth: int) -> int:
     return max(SKETCH_CANDIDATES, 4 * depth)
 
 
-def sketch_sql(where: str, keys: str, *, complete: bool) -> str:
+def sketch_sql(where: str, keys: SketchKeys) -> str:
     """The vector ranking of a filter that admits few items: their sketches, then their vectors.
 
-    Every admitted indexed item's sketch (one bit per dimension, in the narrow table of migration
-    0009, found by its GIN index over tags and lineage) is compared with the query's by Hamming
-    distance; the ``candidates`` nearest are ranked again by their full-precision vectors, beside
-    the admitted vectors still queued for the index, ranked exactly (a queued vector has no sketch
-    yet: the indexer writes both). ``keys`` is the filter's part the sketches hold (tags, a
-    lineage key; filters.sketch_keys); unless it is the whole filter (``complete``), each admitted
-    sketch's item is read for the rest (``where``). A page is never short while enough items
-    match, and its distances are exact, as the exact scan's are; it reads every admitted item, so
-    it is for filters that admit few (SKETCH_MAX_ADMITTED), where the HNSW walk must step past
-    most of what it finds.
+    Every admitted indexed item's sketch (one bit per dimension) is compared with the query's by
+    Hamming distance; the ``candidates`` nearest are ranked again by their full-precision vectors,
+    beside the admitted vectors still queued for the index, ranked exactly (a queued vector has
+    no sketch yet: the indexer writes both). The sketches are filed under their items' keys
+    (migration 0010: one row per tag and per lineage key, in a btree that holds the sketch), so a
+    key's sketches are read from consecutive index pages and no table row is visited. ``keys`` is
+    the filter's part the postings hold (filters.sketch_keys); unless it is the whole filter
+    (``complete``), each admitted sketch's item is read for the rest (``where``); filed under
+    several tags, an item is ranked once. A page is never
+    short while enough items match, and its distances are exact, as the exact scan's are; it
+    reads every admitted item, so it is for filters that admit few (SKETCH_MAX_ADMITTED), where
+    the HNSW walk must step past most of what it finds.
     """
-    sketches = "engram_sketches s" if complete else "engram_sketches s JOIN engram_items i ON i.id = s.item_id"
+    complete = keys.complete
+    postings = (
+        "engram_sketch_postings p" if complete else "engram_sketch_postings p JOIN engram_items i ON i.id = p.item_id"
+    )
     rest = "" if complete else f" AND {where}"
+    once = "DISTINCT ON (p.seq) " if keys.several else ""
     return f"""
         WITH nearest AS MATERIALIZED (
             (SELECT c.id, c.seq, e.embedding <=> CAST(:vec AS vector) AS distance
              FROM (
-                 SELECT s.item_id AS id, s.seq FROM {sketches}
-                 WHERE {keys}{rest}
-                 ORDER BY s.sketch <~> binary_quantize(CAST(:vec AS vector)), s.seq
+                 SELECT a.item_id AS id, a.seq
+                 FROM (SELECT {once}p.item_id, p.seq, p.sketch FROM {postings} WHERE {keys.predicate.sql()}{rest}) AS a
+                 ORDER BY a.sketch <~> binary_quantize(CAST(:vec AS vector)), a.seq
                  LIMIT :candidates
              ) AS c
              JOIN engram_embeddings e ON e.item_id = c.id AND e.model = :model)
