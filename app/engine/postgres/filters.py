@@ -119,13 +119,13 @@ class SketchKeys:
     several: bool
 
 
-def tag_key(tag: str) -> str:
-    """The key a tag's sketches are filed under (statements.POSTING_KEYS)."""
+def tag_posting(tag: str) -> str:
+    """The key the sketches of a tag's items are filed under (statements.POSTING_KEYS)."""
     return f"t:{tag}"
 
 
 def lineage_posting(key: str) -> str:
-    """The key the sketches under a lineage key are filed under (statements.POSTING_KEYS)."""
+    """The key the sketches of the items under a lineage key are filed under (statements.POSTING_KEYS)."""
     return f"n:{key}"
 
 
@@ -142,7 +142,7 @@ def sketch_keys(request_filter: Filter) -> SketchKeys:
     reach, lineage = request_filter.reach, lineage_key(request_filter.reach)
     tags = list(dict.fromkeys(request_filter.tags_any or []))
     if tags:
-        keys = [tag_key(tag) for tag in tags]
+        keys = [tag_posting(tag) for tag in tags]
     elif lineage is not None:
         keys = [lineage_posting(lineage)]
     else:

@@ -162,7 +162,7 @@ CLAIM_BACKLOG = """
     FOR KEY SHARE OF i SKIP LOCKED
 """
 
-# The keys an item's sketch is filed under (migration 0010; filters.tag_key, filters.lineage_posting):
+# The keys an item's sketch is filed under (migration 0010; filters.tag_posting, filters.lineage_posting):
 # each of its tags and each key of its namespace's lineage, prefixed so a tag never reads as a
 # namespace, each once however often the item repeats a tag.
 POSTING_KEYS = "SELECT 't:' || t FROM unnest(i.tags) AS t UNION SELECT 'n:' || l FROM unnest(i.lineage) AS l"
@@ -651,10 +651,10 @@ def sketch_sql(where: str, keys: SketchKeys) -> str:
     key's sketches are read from consecutive index pages and no table row is visited. ``keys`` is
     the filter's part the postings hold (filters.sketch_keys); unless it is the whole filter
     (``complete``), each admitted sketch's item is read for the rest (``where``); filed under
-    several tags, an item is ranked once. A page is never
-    short while enough items match, and its distances are exact, as the exact scan's are; it
-    reads every admitted item, so it is for filters that admit few (SKETCH_MAX_ADMITTED), where
-    the HNSW walk must step past most of what it finds.
+    several tags, an item is ranked once. A page is never short while enough items match, and
+    its distances are exact, as the exact scan's are; it reads every admitted item, so it is for
+    filters that admit few (SKETCH_MAX_ADMITTED), where the HNSW walk must step past most of
+    what it finds.
     """
     complete = keys.complete
     postings = (
