@@ -48,18 +48,30 @@ async def measure(
 
 
 def turn_order(names: Sequence[str], i: int) -> list[str]:
-    """Who answers query ``i`` first, second, ...: every system as often first as any other, and
-    right after each other system as often as right before it, over each ``2 * len(names)`` queries.
+    """Who answers query ``i`` first, second, ...: a Williams design, so that over each ``2 * len(names)``
+    queries every system is first as often as any other and right after each other system as often
+    as after any other.
 
-    Whoever asks a question second finds the pages the first one's answer read still in the CPU's
-    caches: on a kept 100k store, the same vector search 2.2 ms asked first and 1.6 ms second
-    (through HTTP 2.8 and 2.1; keyword the same; eighteenth session). A plain rotation of four
-    systems put raw SQL right after Engram in three turns of four and never before it, so raw
-    SQL's searches were the warmer ones; forward and reverse rotations alternate instead.
+    Whoever asks a question right after another finds what that answer read still in the CPU's
+    caches (the same pages, for a system on the same data), or evicted (after a search that reads
+    a lot): on a kept 100k store the same vector search took 2.2 ms asked first and 1.6 ms asked
+    second (through HTTP 2.8 and 2.1; keyword the same; eighteenth session). A plain rotation of four
+    systems put raw SQL right after Engram's same search in three turns of four and never before
+    it, and Engram right after LangGraph's widest search where raw SQL never was.
     """
-    turn = (i // 2) % len(names)
-    order = [*names[turn:], *names[:turn]]
-    return order[::-1] if i % 2 else order
+    count = len(names)
+    first = [0]  # 0, 1, n-1, 2, n-2, ...: each difference between neighbours once
+    low, high = 1, count - 1
+    while len(first) < count:
+        first.append(low)
+        low += 1
+        if len(first) < count:
+            first.append(high)
+            high -= 1
+    row = i % (2 * count)
+    order = [names[(k + row) % count] for k in first]
+    # With an odd count the rows and their mirror images together balance who follows whom.
+    return order[::-1] if count % 2 and row >= count else order
 
 
 async def measure_paired(
