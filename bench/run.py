@@ -162,9 +162,9 @@ async def fetch_cases(
 ) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, list[list[str]]]]]:
     """p50/p95/p99 per system, mode and filter variant; the ids each query returned (for quality).
 
-    In each case the systems answer each query in turn, who goes first rotating from query to
-    query (``measure_paired``): a ratio is made of answers timed moments apart, whatever the
-    shared machine's pace does over the case.
+    In each case the systems answer each query in turn, in orders that change from query to query
+    (``measure_paired``, ``turn_order``): a ratio is made of answers timed moments apart, whatever
+    the shared machine's pace does over the case.
     After each Engram fetch, ``floor`` times an empty request: the HTTP floor in the rhythm of the
     fetches (a service that sat idle while PostgreSQL worked wakes up slower than one in a tight loop).
     """
