@@ -480,6 +480,9 @@ async def test_0010_files_every_indexed_sketch_under_its_items_keys(
     assert await _scalar(url, SKETCHES_OFF) == 0
     assert await _scalar(url, _INDEX_COLUMNS.format(index="engram_sketch_postings_pkey")) == "key, seq, item_id, sketch"
     assert await _scalar(url, _INDEX_COLUMNS.format(index="engram_sketch_postings_item")) == "item_id"
+    # Vacuumed often enough that index-only scans seldom read the table.
+    options = "SELECT reloptions FROM pg_class WHERE relname = 'engram_sketch_postings'"
+    assert await _scalar(url, options) == ["autovacuum_vacuum_insert_scale_factor=0.02"]
 
     engine = await PostgresEngine.connect(url, embedder, background_indexing=False)
     try:
