@@ -119,12 +119,12 @@ class SketchKeys:
     several: bool
 
 
-def tag_posting(tag: str) -> str:
+def tag_posting_key(tag: str) -> str:
     """The key the sketches of a tag's items are filed under (statements.POSTING_KEYS)."""
     return f"t:{tag}"
 
 
-def lineage_posting(key: str) -> str:
+def lineage_posting_key(key: str) -> str:
     """The key the sketches of the items under a lineage key are filed under (statements.POSTING_KEYS)."""
     return f"n:{key}"
 
@@ -142,9 +142,9 @@ def sketch_keys(request_filter: Filter) -> SketchKeys:
     reach, lineage = request_filter.reach, lineage_key(request_filter.reach)
     tags = list(dict.fromkeys(request_filter.tags_any or []))
     if tags:
-        keys = [tag_posting(tag) for tag in tags]
+        keys = [tag_posting_key(tag) for tag in tags]
     elif lineage is not None:
-        keys = [lineage_posting(lineage)]
+        keys = [lineage_posting_key(lineage)]
     else:
         raise ValueError("a filter without tags or a lineage key has no sketches to rank by")
     pred = Predicate("k")
@@ -152,7 +152,7 @@ def sketch_keys(request_filter: Filter) -> SketchKeys:
     if tags and lineage is not None:
         # ``at`` and below; ``at`` alone (without descendants) is narrowed by ``where``.
         pred.clauses.append(
-            f"EXISTS (SELECT 1 FROM engram_sketch_postings l WHERE l.key = {pred.bind(lineage_posting(lineage))}"
+            f"EXISTS (SELECT 1 FROM engram_sketch_postings l WHERE l.key = {pred.bind(lineage_posting_key(lineage))}"
             " AND l.seq = p.seq)"
         )
     rest = request_filter.model_dump(exclude_none=True, exclude_defaults=True).keys() - {"tags_any", "reach"}

@@ -162,7 +162,7 @@ CLAIM_BACKLOG = """
     FOR KEY SHARE OF i SKIP LOCKED
 """
 
-# The keys an item's sketch is filed under (migration 0010; filters.tag_posting, filters.lineage_posting):
+# The keys an item's sketch is filed under (migration 0010; filters.tag_posting_key, filters.lineage_posting_key):
 # each of its tags and each key of its namespace's lineage, prefixed so a tag never reads as a
 # namespace, each once however often the item repeats a tag.
 POSTING_KEYS = "SELECT 't:' || t FROM unnest(i.tags) AS t UNION SELECT 'n:' || l FROM unnest(i.lineage) AS l"
@@ -656,11 +656,9 @@ def sketch_sql(where: str, keys: SketchKeys) -> str:
     filters that admit few (SKETCH_MAX_ADMITTED), where the HNSW walk must step past most of
     what it finds.
     """
-    complete = keys.complete
-    postings = (
-        "engram_sketch_postings p" if complete else "engram_sketch_postings p JOIN engram_items i ON i.id = p.item_id"
-    )
-    rest = "" if complete else f" AND {where}"
+    postings, rest = "engram_sketch_postings p", ""
+    if not keys.complete:
+        postings, rest = f"{postings} JOIN engram_items i ON i.id = p.item_id", f" AND {where}"
     once = "DISTINCT ON (p.seq) " if keys.several else ""
     return f"""
         WITH nearest AS MATERIALIZED (
