@@ -27,6 +27,7 @@ from app.engine.postgres.statements import HNSW_EF_CONSTRUCTION
 from app.main import create_app
 from app.settings import Settings
 from tests.deploy.scratch import SKETCHES_OFF, ScratchServer, free_port, learnings, run_engram, scratch_server
+from tests.engine.test_facet_counts import assert_counts_match_the_items, varied_items
 from tests.engine.test_postgres import learning
 
 MIGRATE_HINT = "run `engram migrate`"
@@ -133,6 +134,7 @@ async def test_upgrade_downgrade_upgrade_keeps_what_it_promises(
         "engram_embeddings",
         "engram_vector_backlog",
         "engram_sketch_postings",
+        "engram_facet_counts",
         "engram_settings",
     }
 
@@ -484,6 +486,7 @@ async def test_0010_files_every_indexed_sketch_under_its_items_keys(
     options = "SELECT reloptions FROM pg_class WHERE relname = 'engram_sketch_postings'"
     assert await _scalar(url, options) == ["autovacuum_vacuum_insert_scale_factor=0.02"]
 
+    await _upgrade(url)  # the engine runs at the head
     engine = await PostgresEngine.connect(url, embedder, background_indexing=False)
     try:
         await engine.finish_indexing()
@@ -496,6 +499,32 @@ async def test_0010_files_every_indexed_sketch_under_its_items_keys(
         await engine.close()
     assert await _scalar(url, "SELECT count(*) FROM engram_sketch_postings") == 10 * 3
     assert await _scalar(url, SKETCHES_OFF) == 0
+
+
+async def test_0011_counts_the_facets_of_the_items_already_stored(
+    scratch: ScratchServer, embedder: WordLlamaEmbedder
+) -> None:
+    url = scratch.new_database()
+    await _upgrade(url)
+    engine = await PostgresEngine.connect(url, embedder, background_indexing=False)
+    await engine.store_many(varied_items(100, seed=11))
+    await engine.close()
+
+    await _downgrade(url, "0010")
+    assert await _scalar(url, "SELECT to_regclass('engram_facet_counts') IS NULL") is True
+    triggers = "SELECT count(*) FROM pg_trigger WHERE tgrelid = 'engram_items'::regclass AND NOT tgisinternal"
+    assert await _scalar(url, triggers) == 0
+    await _upgrade(url, "0011")
+    # Filled from the items: one row a (facet, value), every item counted once under ''.
+    assert await _scalar(url, "SELECT n FROM engram_facet_counts WHERE facet = ''") == 100
+    assert await _scalar(url, triggers) == 3
+
+    engine = await PostgresEngine.connect(url, embedder, background_indexing=False)
+    try:
+        await engine.store_many(varied_items(50, seed=12))
+        await assert_counts_match_the_items(engine)
+    finally:
+        await engine.close()
 
 
 _INDEX_COLUMNS = """

@@ -54,11 +54,13 @@ from app.engine.cursors import CursorCodec, scope_of
 from app.engine.fusion import fuse
 from app.engine.keywords import KeywordQuery
 from app.engine.postgres.errors import classify, database_errors
+from app.engine.postgres.facets import FacetFolder
 from app.engine.postgres.filters import Predicate, filter_predicate, sketch_keys
 from app.engine.postgres.indexer import VectorIndexer, backlog_size, index_everything
 from app.engine.postgres.schema import async_url, ensure_current
 from app.engine.postgres.selectivity import ranks_by_sketch
 from app.engine.postgres.statements import (
+    FOLD_FACET,
     HELD_IDS,
     HNSW_EF_SEARCH,
     HNSW_EF_SEARCH_FILTERED,
@@ -68,7 +70,9 @@ from app.engine.postgres.statements import (
     TERM_STATISTICS,
     TermStatistics,
     delete_sql,
+    explore_params,
     explore_sql,
+    folds_facet,
     get_sql,
     keyword_params,
     keyword_sql,
@@ -243,6 +247,7 @@ class PostgresEngine:
         self._db = engine
         self._generic = generic_plans
         self._indexer = VectorIndexer(self._connection, workers=indexers)
+        self._facets = FacetFolder(self._connection)
         self._backlog_limit = backlog_limit
         self._ef_search_filtered = ef_search_filtered
         self._statistics = StatisticsCache()
@@ -380,6 +385,7 @@ class PostgresEngine:
 
     async def close(self) -> None:
         await self._indexer.stop()
+        await self._facets.stop()
         await self._db.dispose()
         await self._generic.dispose()
 
@@ -434,6 +440,7 @@ class PostgresEngine:
                     backlog = await self._queue_vectors(connection, {i: vectors[first[i]] for i in inserted})
         finally:
             embedding.cancel()  # a no-op once it is done; else something failed and nobody waits for it
+        self._facets.wrote(len(inserted))
         if backlog:
             self._indexer.wake()
         if backlog > self._backlog_limit:
@@ -498,8 +505,9 @@ class PostgresEngine:
     async def _delete(self, where: str, params: dict[str, Any]) -> ForgetReport:
         with database_errors():
             async with self._db.begin() as connection:
-                count = await connection.scalar(text(delete_sql(where)), params)
-        return ForgetReport(forgotten=int(count or 0))
+                count = int(await connection.scalar(text(delete_sql(where)), params) or 0)
+        self._facets.wrote(count)
+        return ForgetReport(forgotten=count)
 
     # Reads.
 
@@ -672,7 +680,9 @@ class PostgresEngine:
     async def explore(self, request: ExploreRequest) -> ExplorePage:
         request = request.validate(self._limits)
         pred = filter_predicate(request.filter)
-        (row,) = await self._rows(explore_sql(request.facet, pred.sql()), {"limit": request.limit, **pred.params})
+        (row,) = await self._rows(explore_sql(request.facet, pred), explore_params(request.facet, pred, request.limit))
+        if folds_facet(row["kept_rows"], row["distinct_values"]):
+            await self._rows(FOLD_FACET, {"facets": [request.facet, ""]})
         buckets = row["buckets"] if isinstance(row["buckets"], list) else json.loads(row["buckets"])
         return ExplorePage(
             facet=request.facet,

@@ -77,7 +77,8 @@ KEYWORD_MIDDLE = 20_000
 KEYWORD_SETTLED = 100
 HIT_COLUMNS = "i.id, i.kind, i.text, i.meta, i.confidence"
 
-# The value a facet counts under, per item (contract §6); NULL means missing.
+# The value a facet counts under, per item (contract §6); NULL means missing. Migration 0011's
+# triggers keep the counts by the same values, frozen there (tests/engine/test_facet_counts.py).
 FACET_VALUE = {
     "kind": "i.kind",
     "source": "i.source_kind",
@@ -699,23 +700,59 @@ def get_sql(where: str) -> str:
     return f"SELECT {HIT_COLUMNS} FROM engram_items i WHERE i.id = ANY(:ids) AND {where}"
 
 
-def explore_sql(facet: str, where: str) -> str:
-    """Total, missing, distinct values and the top ``limit`` buckets (contract §6), in one pass over the items.
+# Every facet the counts of migration 0011 keep: '' counts every item.
+ALL_FACETS = ["", "tag", *FACET_VALUE]
 
-    The tag facet first groups the admitted items by their tag list (3,213 lists among the bench's
-    100k items) and unnests each list once, counting a tag once per item however often the item
-    repeats it. Gathering the admitted items first (as before) read them twice and spilled them
-    to disk. At 100k (bench corpus, raw SQL, old and new interleaved, same answers, seventh
-    session): over everything, tag ~255 -> ~170 ms, kind ~130 -> ~20, namespace ~130 -> ~30,
-    source_id ~185 -> ~130; tag with a tag filter ~21 -> ~17. What is left of the tag facet is
-    reading each row's ``tags``, the tenth column (``SELECT count(*) ... WHERE cardinality(tags) > 0``
-    alone takes ~105 ms there).
+# An explore folds its facet's count rows (migration 0011) into one a value when a sum read more
+# than this many rows beyond one a value: writes add a row a (facet, value) and statement.
+FOLD_AFTER_ROWS = 256
+
+# A facet's count rows, and the every-item rows, summed into one row a value. Folds run one at a
+# time (the advisory lock; one that finds it held leaves the rows for the next explore), and a fold
+# deletes only rows it sees and writes back their sum: rows a write adds meanwhile stay as they are.
+FOLD_FACET = """
+    WITH mine AS (SELECT pg_try_advisory_xact_lock(hashtext('engram_facet_counts'), 0) AS held),
+    gone AS (
+        DELETE FROM engram_facet_counts c
+        WHERE c.facet = ANY(CAST(:facets AS text[])) AND (SELECT held FROM mine)
+        RETURNING c.facet, c.value, c.n
+    )
+    INSERT INTO engram_facet_counts (facet, value, n)
+    SELECT facet, value, sum(n) FROM gone GROUP BY facet, value HAVING sum(n) <> 0
+"""
+
+
+def explore_sql(facet: str, pred: Predicate) -> str:
+    """Total, missing, distinct values and the top ``limit`` buckets (contract §6), and how many
+    count rows were summed (``kept_rows``, 0 when the items were read).
+
+    Without a filter the facet's kept counts are summed (migration 0011): at 100k items the tag
+    facet over everything counted every item in ~75 ms p50, 19x its 10k figure (nineteenth
+    session); the kept counts are a row a value once folded (FOLD_FACET). With a filter the
+    admitted items are counted in one pass. The tag facet first groups them by their tag list
+    (3,213 lists among the bench's 100k items) and unnests each list once, counting a tag once
+    per item however often the item repeats it. Gathering the admitted items first (as before)
+    read them twice and spilled them to disk. At 100k (bench corpus, raw SQL, old and new
+    interleaved, same answers, seventh session): over everything, tag ~255 -> ~170 ms, kind ~130
+    -> ~20, namespace ~130 -> ~30, source_id ~185 -> ~130; tag with a tag filter ~21 -> ~17.
     """
-    if facet == "tag":
+    where = pred.sql()
+    if pred.admits_all:
+        counted = """
+        kept AS (SELECT value, n FROM engram_facet_counts WHERE facet = :facet),
+        per_value AS (SELECT value, sum(n) AS n FROM kept GROUP BY value),
+        admitted AS (
+            SELECT (SELECT sum(n) FROM engram_facet_counts WHERE facet = '') AS total,
+                   (SELECT n FROM per_value WHERE value IS NULL) AS missing,
+                   (SELECT count(*) FROM kept) AS kept_rows
+        ),
+        counts AS (SELECT value, n FROM per_value WHERE value IS NOT NULL AND n > 0)"""
+    elif facet == "tag":
         counted = f"""
         lists AS (SELECT i.tags, count(*) AS n FROM engram_items i WHERE {where} GROUP BY i.tags),
         admitted AS (
-            SELECT sum(n) AS total, sum(n) FILTER (WHERE cardinality(tags) = 0) AS missing FROM lists
+            SELECT sum(n) AS total, sum(n) FILTER (WHERE cardinality(tags) = 0) AS missing, 0 AS kept_rows
+            FROM lists
         ),
         counts AS (
             SELECT v.value, sum(l.n) AS n
@@ -725,7 +762,9 @@ def explore_sql(facet: str, where: str) -> str:
     else:
         counted = f"""
         per_value AS (SELECT {FACET_VALUE[facet]} AS value, count(*) AS n FROM engram_items i WHERE {where} GROUP BY 1),
-        admitted AS (SELECT sum(n) AS total, sum(n) FILTER (WHERE value IS NULL) AS missing FROM per_value),
+        admitted AS (
+            SELECT sum(n) AS total, sum(n) FILTER (WHERE value IS NULL) AS missing, 0 AS kept_rows FROM per_value
+        ),
         counts AS (SELECT value, n FROM per_value WHERE value IS NOT NULL)"""
     return f"""
         WITH {counted}
@@ -736,6 +775,16 @@ def explore_sql(facet: str, where: str) -> str:
             (SELECT coalesce(json_agg(json_build_object('value', t.value, 'count', t.n)
                                         ORDER BY t.n DESC, t.value COLLATE "C"), '[]')
              FROM (SELECT value, CAST(n AS bigint) AS n FROM counts
-                   ORDER BY n DESC, value COLLATE "C" LIMIT :limit) t) AS buckets
+                   ORDER BY n DESC, value COLLATE "C" LIMIT :limit) t) AS buckets,
+            CAST(a.kept_rows AS bigint) AS kept_rows
         FROM admitted a
     """
+
+
+def explore_params(facet: str, pred: Predicate, limit: int) -> dict[str, Any]:
+    return {"limit": limit, **({"facet": facet} if pred.admits_all else pred.params)}
+
+
+def folds_facet(kept_rows: int, distinct_values: int) -> bool:
+    """Whether an explore that summed ``kept_rows`` count rows should fold them (FOLD_FACET)."""
+    return kept_rows > distinct_values + 1 + FOLD_AFTER_ROWS
