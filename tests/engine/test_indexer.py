@@ -18,7 +18,7 @@ from sqlalchemy import text
 from app.contract.meta import Filter
 from app.contract.requests import FetchRequest, ForgetByIds
 from app.engine.postgres.engine import PostgresEngine
-from app.engine.postgres.indexer import VectorIndexer, index_backlog
+from app.engine.postgres.indexer import Share, VectorIndexer, index_backlog
 from tests.conftest import truncate
 from tests.engine.test_postgres import count_rows, failing_insert, learning
 
@@ -312,3 +312,21 @@ async def test_a_short_answer_from_the_index_falls_back_to_exact_whatever_the_ba
         )
         expected = [row.id for row in exact]
     assert [h.id for h in page.hits] == expected
+
+
+async def test_workers_share_the_last_vectors_of_a_burst(unindexed: PostgresEngine) -> None:
+    """A background worker claims its share of what its indexer's workers do not hold (at least ten):
+    the end of a burst is split among them, not left to one while the others idle."""
+    await unindexed.store_many([learning(f"shared {n}") for n in range(30)])
+    share = Share(workers=2)
+    async with unindexed.database.connect() as connection:
+        raw = (await connection.get_raw_connection()).driver_connection
+        with share.holding(20):  # another worker holds 20 of the 30: half of the other 10, but ten at least
+            assert await index_backlog(raw, share=share) == 10
+        assert share.held == 0
+        assert await index_backlog(raw, share=share) == 10  # half of 20
+        assert await index_backlog(raw, share=share) == 10  # half of 10 is five: ten at least, all that is left
+        assert await index_backlog(raw, share=share) == 0
+        await unindexed.store_many([learning(f"unshared {n}") for n in range(30)])
+        assert await index_backlog(raw, step=25) == 25  # a writer catching up takes whole steps
+    assert await unindexed.vector_backlog() == 5

@@ -152,11 +152,16 @@ MOVE_COMMITS_ASYNC = "SET LOCAL synchronous_commit = off"
 # locked until the move commits, neither ever waited for (SKIP LOCKED), so an indexer is never
 # part of a deadlock. Holding the item (KEY SHARE) is what lets the move's foreign-key check on
 # it pass without waiting; a vector whose item is being deleted is left to go with it.
+# How many: at most :n, and no more than a worker's share of what its indexer's workers do not
+# hold yet (:held of the queue, :workers of them), but at least :least. So the last vectors of a
+# burst are split among the workers instead of left to one while the others idle (indexer.Share).
 CLAIM_BACKLOG = """
     WITH oldest AS (
         SELECT b.item_id, b.model FROM engram_vector_backlog b
         ORDER BY b.queued
-        LIMIT :n
+        LIMIT CAST(greatest(:least, least(:n, ceil(
+            ((SELECT count(*) FROM engram_vector_backlog) - :held) / CAST(:workers AS numeric)
+        ))) AS bigint)
         FOR UPDATE SKIP LOCKED
     )
     SELECT o.item_id, o.model FROM oldest o JOIN engram_items i ON i.id = o.item_id
