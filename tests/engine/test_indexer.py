@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import asyncpg
 import pytest
 from sqlalchemy import text
 
@@ -330,3 +331,37 @@ async def test_workers_share_the_last_vectors_of_a_burst(unindexed: PostgresEngi
         await unindexed.store_many([learning(f"unshared {n}") for n in range(30)])
         assert await index_backlog(raw, step=25) == 25  # a writer catching up takes whole steps
     assert await unindexed.vector_backlog() == 5
+
+
+async def backlog_pages(engine: PostgresEngine) -> int:
+    async with engine.database.connect() as connection:
+        return int(await connection.scalar(text("SELECT pg_relation_size('engram_vector_backlog') / 8192")) or 0)
+
+
+async def test_the_worker_that_empties_the_backlog_vacuums_it(unindexed: PostgresEngine, database_url: str) -> None:
+    """A queue table keeps the pages of every vector moved until a vacuum: the indexer vacuums it once it
+    has emptied it, after ``vacuum_after`` moves, so claims and searches do not read them."""
+    pool = await asyncpg.create_pool(database_url, min_size=2, max_size=2)
+    indexer = VectorIndexer(pool.acquire, workers=2, vacuum_after=100)
+    await pool.execute("ALTER TABLE engram_vector_backlog SET (autovacuum_enabled = false)")  # only the indexer's
+    try:
+        await unindexed.store_many([learning(f"moved and vacuumed {n}") for n in range(60)])
+        indexer.start()
+        for _ in range(250):
+            if not await unindexed.vector_backlog():
+                break
+            await asyncio.sleep(0.02)
+        assert await unindexed.vector_backlog() == 0
+        assert await backlog_pages(unindexed) > 0  # 60 moves: not yet
+        await unindexed.store_many([learning(f"moved and vacuumed {n}") for n in range(60, 120)])
+        indexer.wake()
+        for _ in range(250):
+            if not await backlog_pages(unindexed):
+                break
+            await asyncio.sleep(0.02)
+        assert await backlog_pages(unindexed) == 0  # vacuumed: its emptied pages are gone
+        assert await indexed_count(unindexed) == 120
+    finally:
+        await indexer.stop()
+        await pool.execute("ALTER TABLE engram_vector_backlog RESET (autovacuum_enabled)")
+        await pool.close()

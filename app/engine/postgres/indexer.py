@@ -28,6 +28,7 @@ from app.engine.postgres.statements import (
     INDEXER_LOCK_ORDER,
     MOVE_BACKLOG,
     MOVE_COMMITS_ASYNC,
+    VACUUM_BACKLOG,
     positional,
 )
 
@@ -41,6 +42,12 @@ STEP = 100
 # The fewest a background worker claims while there is more (Share): a step's fixed cost (a
 # transaction, the claim, the move statement) stays small beside its inserts.
 LEAST_SHARE = 10
+# Vectors moved since the backlog was last vacuumed (VACUUM_BACKLOG) after which a worker that
+# finds it empty vacuums it. At 10k items (bench-like rounds of 500, six passes each way
+# alternated, nineteenth session) 7.24 -> 6.59 s median, faster in every pair: the table stays a
+# few hundred kB instead of growing by ~11 MB; a search over 100k items, its backlog part reading
+# 1,415 pages of moved vectors, 2.2 ms p50 against 2.0 after a vacuum.
+VACUUM_AFTER = 1_000
 # A failing indexer retries after 1 s, then 2, 4 ... up to this, or as soon as a write commits.
 MAX_RETRY_S = 30.0
 
@@ -119,10 +126,18 @@ class VectorIndexer:
     are found by a poll every ``poll_s`` when idle. A failure (the database away) is
     logged and retried after ``retry_s``, twice that after a second, and so on up to
     MAX_RETRY_S, or at the next write's wake: the rows stay queued, nothing is lost.
+    A worker that empties the backlog after ``vacuum_after`` moves vacuums it.
     """
 
     def __init__(
-        self, acquire: Acquire, *, workers: int = 1, step: int = STEP, poll_s: float = 1.0, retry_s: float = 1.0
+        self,
+        acquire: Acquire,
+        *,
+        workers: int = 1,
+        step: int = STEP,
+        poll_s: float = 1.0,
+        retry_s: float = 1.0,
+        vacuum_after: int = VACUUM_AFTER,
     ) -> None:
         if workers < 1:
             raise ValueError("an indexer needs at least one worker")
@@ -134,6 +149,8 @@ class VectorIndexer:
         self._wake = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         self._share = Share(workers)
+        self._vacuum_after = vacuum_after
+        self._unvacuumed = 0
 
     def start(self) -> None:
         if not self._tasks:
@@ -172,6 +189,10 @@ class VectorIndexer:
             try:
                 async with self._acquire() as connection:
                     moved = await index_backlog(connection, step=self._step, share=self._share)
+                    self._unvacuumed += moved
+                    if not moved and self._unvacuumed >= self._vacuum_after:
+                        self._unvacuumed = 0
+                        await connection.execute(VACUUM_BACKLOG)
             except Exception as error:
                 logger.warning("vector indexer: %s; retrying within %g s", classify(error).message, delay)
                 await self._idle(delay)

@@ -133,6 +133,12 @@ QUEUE_VECTORS = """
 
 BACKLOG_SIZE = "SELECT count(*) FROM engram_vector_backlog"
 
+# The backlog is a queue: every move deletes what a write inserted, and until a vacuum the table
+# keeps the pages of every vector since (~1.1 kB a vector), which the claim, the count and each
+# search's exact part over the backlog read. Autovacuum comes by once a minute at most; the
+# indexer vacuums it itself when it has emptied it (indexer.VACUUM_AFTER).
+VACUUM_BACKLOG = "VACUUM engram_vector_backlog"
+
 # Tables are locked items, then backlog, then embeddings, then sketch postings, by every writer and every statement that
 # locks whole tables (reembed, TRUNCATE): the indexer's claim reads the backlog before the items,
 # so it takes its lock on the items first, the weakest there is (what FOR KEY SHARE takes anyway).
