@@ -5,9 +5,9 @@ from __future__ import annotations
 import hashlib
 from typing import Annotated, Any, Literal
 
-import rfc8785
 from pydantic import ConfigDict, Field, RootModel, TypeAdapter
 
+from app.contract.canonical import canonical_json
 from app.contract.errors import InvalidRequest
 from app.contract.limits import DEFAULT_LIMITS, Limits
 from app.contract.meta import Closed, Instant, Meta, ToolCall
@@ -54,7 +54,7 @@ class _ItemBase(Closed):
 
     def fingerprint(self) -> str:
         """The item's id: 40 hex characters of SHA-256 over its canonical JSON."""
-        return hashlib.sha256(rfc8785.dumps(self.canonical())).hexdigest()[:40]
+        return hashlib.sha256(canonical_json(self.canonical())).hexdigest()[:40]
 
     def canonical(self) -> dict[str, Any]:
         """The item as the service understands it, minus ``observed_at``, unset fields and the root namespace."""
