@@ -29,14 +29,12 @@ from app.engine.postgres.filters import Predicate, filter_predicate, sketch_keys
 from app.engine.postgres.indexer import VectorIndexer, backlog_size
 from app.engine.postgres.selectivity import ranks_by_sketch
 from app.engine.postgres.statements import (
-    FOLD_FACET,
     INSERT_ITEMS,
     QUEUE_VECTORS,
     TERM_STATISTICS,
     TermStatistics,
     explore_params,
     explore_sql,
-    folds_facet,
     get_sql,
     keyword_params,
     keyword_sql,
@@ -320,6 +318,4 @@ class RawSql:
     async def explore_tags(self, limit: int = 20) -> dict[str, Any]:
         pred = filter_predicate(Filter())
         (row,) = await self.run(explore_sql("tag", pred), explore_params("tag", pred, limit))
-        if folds_facet(row["kept_rows"], row["distinct_values"]):
-            await self.run(FOLD_FACET, {"facets": ["tag", ""]})
         return dict(row)

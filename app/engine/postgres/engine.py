@@ -60,7 +60,6 @@ from app.engine.postgres.indexer import VectorIndexer, backlog_size, index_every
 from app.engine.postgres.schema import async_url, ensure_current
 from app.engine.postgres.selectivity import ranks_by_sketch
 from app.engine.postgres.statements import (
-    FOLD_FACET,
     HELD_IDS,
     HNSW_EF_SEARCH,
     HNSW_EF_SEARCH_FILTERED,
@@ -682,7 +681,7 @@ class PostgresEngine:
         pred = filter_predicate(request.filter)
         (row,) = await self._rows(explore_sql(request.facet, pred), explore_params(request.facet, pred, request.limit))
         if folds_facet(row["kept_rows"], row["distinct_values"]):
-            await self._rows(FOLD_FACET, {"facets": [request.facet, ""]})
+            self._facets.fold_soon()
         buckets = row["buckets"] if isinstance(row["buckets"], list) else json.loads(row["buckets"])
         return ExplorePage(
             facet=request.facet,

@@ -1,9 +1,9 @@
 """Folds the facet count rows that writes add (migration 0011) in the background.
 
 Every statement that inserts or deletes items adds a row per (facet, value) it changed: ~1.8 rows
-an item in the bench's corpus (a batch of 100 adds ~180). An explore folds its own facet when it
-sums too many; this folds every facet after every ``every`` items written, so facets nobody
-explores do not pile up rows either, and an explore seldom finds much to fold.
+an item in the bench's corpus (a batch of 100 adds ~180). Every facet is folded after every
+``every`` items written, so facets nobody explores do not pile up rows either, and when an
+explore sums too many rows (statements.folds_facet), without waiting for the fold.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import logging
 
 from app.engine.postgres.errors import classify
 from app.engine.postgres.indexer import Acquire
-from app.engine.postgres.statements import ALL_FACETS, FOLD_FACET, positional
+from app.engine.postgres.statements import FOLD_FACETS
 
 logger = logging.getLogger("engram")
 
@@ -34,16 +34,20 @@ class FacetFolder:
 
     def wrote(self, items: int) -> None:
         self._since += items
-        if self._since >= self._every and (self._task is None or self._task.done()):
+        if self._since >= self._every:
+            self.fold_soon()
+
+    def fold_soon(self) -> None:
+        """A fold in the background, unless one is running."""
+        if self._task is None or self._task.done():
             self._since = 0
             self._task = asyncio.create_task(self.fold(), name="engram-facet-folder")
 
     async def fold(self) -> None:
         """Every facet's rows, one a value. Best effort: a failure leaves them for the next fold."""
-        numbered, values = positional(FOLD_FACET, {"facets": ALL_FACETS})
         try:
             async with self._acquire() as connection:
-                await connection.execute(numbered, *values)
+                await connection.execute(FOLD_FACETS)
         except Exception as error:
             logger.warning("facet counts: %s", classify(error).message)
 

@@ -711,21 +711,17 @@ def get_sql(where: str) -> str:
     return f"SELECT {HIT_COLUMNS} FROM engram_items i WHERE i.id = ANY(:ids) AND {where}"
 
 
-# Every facet the counts of migration 0011 keep: '' counts every item.
-ALL_FACETS = ["", "tag", *FACET_VALUE]
-
-# An explore folds its facet's count rows (migration 0011) into one a value when a sum read more
-# than this many rows beyond one a value: writes add a row a (facet, value) and statement.
+# An explore has the facet counts (migration 0011) folded when a facet's sum read more than this
+# many rows beyond one a value: writes add a row a (facet, value) and statement.
 FOLD_AFTER_ROWS = 256
 
-# A facet's count rows, and the every-item rows, summed into one row a value. Folds run one at a
-# time (the advisory lock; one that finds it held leaves the rows for the next explore), and a fold
-# deletes only rows it sees and writes back their sum: rows a write adds meanwhile stay as they are.
-FOLD_FACET = """
+# Every facet's count rows summed into one row a value. Folds run one at a time (the advisory
+# lock: one that finds it held leaves the rows to the fold that holds it), and a fold deletes only
+# rows it sees and writes back their sum: rows a write adds meanwhile stay as they are.
+FOLD_FACETS = """
     WITH mine AS (SELECT pg_try_advisory_xact_lock(hashtext('engram_facet_counts'), 0) AS held),
     gone AS (
-        DELETE FROM engram_facet_counts c
-        WHERE c.facet = ANY(CAST(:facets AS text[])) AND (SELECT held FROM mine)
+        DELETE FROM engram_facet_counts c WHERE (SELECT held FROM mine)
         RETURNING c.facet, c.value, c.n
     )
     INSERT INTO engram_facet_counts (facet, value, n)
@@ -739,7 +735,7 @@ def explore_sql(facet: str, pred: Predicate) -> str:
 
     Without a filter the facet's kept counts are summed (migration 0011): at 100k items the tag
     facet over everything counted every item in ~75 ms p50, 19x its 10k figure (nineteenth
-    session); the kept counts are a row a value once folded (FOLD_FACET). With a filter the
+    session); the kept counts are a row a value once folded (FOLD_FACETS). With a filter the
     admitted items are counted in one pass. The tag facet first groups them by their tag list
     (3,213 lists among the bench's 100k items) and unnests each list once, counting a tag once
     per item however often the item repeats it. Gathering the admitted items first (as before)
@@ -797,5 +793,5 @@ def explore_params(facet: str, pred: Predicate, limit: int) -> dict[str, Any]:
 
 
 def folds_facet(kept_rows: int, distinct_values: int) -> bool:
-    """Whether an explore that summed ``kept_rows`` count rows should fold them (FOLD_FACET)."""
+    """Whether an explore that summed ``kept_rows`` count rows should have them folded (FOLD_FACETS)."""
     return kept_rows > distinct_values + 1 + FOLD_AFTER_ROWS
