@@ -72,6 +72,12 @@ def varied_items(count: int, seed: int) -> list[StoredItem]:
     return items
 
 
+def learning_in(namespace: str, n: int) -> StoredItem:
+    return ITEM_ADAPTER.validate_python(
+        {"type": "learning", "text": f"note {n}", "kind": "fact", "confidence": 0.5, "meta": {"namespace": namespace}}
+    )
+
+
 async def store(engine: PostgresEngine, items: list[StoredItem]) -> None:
     for start in range(0, len(items), 100):
         await engine.store_many(items[start : start + 100])
@@ -181,6 +187,16 @@ async def test_writes_fold_every_facet_in_the_background(pg_engine: PostgresEngi
         for facet in FACETS:
             page = await pg_engine.explore(ExploreRequest(facet=facet, limit=500))  # type: ignore[arg-type]
             assert await kept_rows(pg_engine, facet) == len(page.buckets) + (page.missing > 0), facet
+        await assert_counts_match_the_items(pg_engine)
+        # A value already folded is not written again by the next fold.
+        rows = "SELECT facet, value, ctid::text FROM engram_facet_counts ORDER BY 1, 2"
+        before = {(r["facet"], r["value"]): r["ctid"] for r in await pool.fetch(rows)}
+        await pg_engine.store_many([learning_in("team:new", n) for n in range(3)])
+        await folder.fold()
+        after = {(r["facet"], r["value"]): r["ctid"] for r in await pool.fetch(rows)}
+        assert after[("namespace", "team:a")] == before[("namespace", "team:a")]  # untouched
+        assert after[("", "")] != before[("", "")]  # folded with the three items' row
+        assert ("namespace", "team:new") in after and len(after) == len(before) + 1
         await assert_counts_match_the_items(pg_engine)
     finally:
         await folder.stop()

@@ -715,13 +715,21 @@ def get_sql(where: str) -> str:
 # many rows beyond one a value: writes add a row a (facet, value) and statement.
 FOLD_AFTER_ROWS = 256
 
-# Every facet's count rows summed into one row a value. Folds run one at a time (the advisory
-# lock: one that finds it held leaves the rows to the fold that holds it), and a fold deletes only
-# rows it sees and writes back their sum: rows a write adds meanwhile stay as they are.
+# Every facet value's count rows summed into one row, where it has more than one (a folded value is
+# not written again: at a million items the folded rows alone may be hundreds of thousands). Folds
+# run one at a time (the advisory lock: one that finds it held leaves the rows to the fold that
+# holds it), and a fold deletes only rows it sees and writes back their sum: rows a write adds
+# meanwhile stay as they are. A NULL value (the items lacking the facet) is its own group.
 FOLD_FACETS = """
     WITH mine AS (SELECT pg_try_advisory_xact_lock(hashtext('engram_facet_counts'), 0) AS held),
+    scattered AS (
+        SELECT facet, coalesce(value, '') AS value, value IS NULL AS missing
+        FROM engram_facet_counts WHERE (SELECT held FROM mine)
+        GROUP BY 1, 2, 3 HAVING count(*) > 1
+    ),
     gone AS (
-        DELETE FROM engram_facet_counts c WHERE (SELECT held FROM mine)
+        DELETE FROM engram_facet_counts c USING scattered s
+        WHERE c.facet = s.facet AND coalesce(c.value, '') = s.value AND (c.value IS NULL) = s.missing
         RETURNING c.facet, c.value, c.n
     )
     INSERT INTO engram_facet_counts (facet, value, n)
