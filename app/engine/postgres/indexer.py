@@ -86,19 +86,21 @@ async def index_backlog(connection: asyncpg.Connection, *, step: int = STEP, sha
     to reach the disk (MOVE_COMMITS_ASYNC): a crash undoes the move whole, and the vectors, still
     queued, are moved again.
     """
-    async with connection.transaction():
-        await connection.execute(f"{INDEXER_LOCK_ORDER}; {MOVE_COMMITS_ASYNC}")
-        sharing = (
-            {"least": min(LEAST_SHARE, step), "held": share.held, "workers": share.workers}
-            if share
-            else {"least": step, "held": 0, "workers": 1}
-        )
-        numbered, values = positional(CLAIM_BACKLOG, {"n": step, **sharing})
-        claimed = await connection.fetch(numbered, *values)
-        if not claimed:
-            return 0
-        ids, models = [row["item_id"] for row in claimed], [row["model"] for row in claimed]
-        with share.holding(len(claimed)) if share else contextlib.nullcontext():
+    sharing = (
+        {"least": min(LEAST_SHARE, step), "held": share.held, "workers": share.workers}
+        if share
+        else {"least": step, "held": 0, "workers": 1}
+    )
+    with contextlib.ExitStack() as holding:  # held until the move has committed, the rows gone for all
+        async with connection.transaction():
+            await connection.execute(f"{INDEXER_LOCK_ORDER}; {MOVE_COMMITS_ASYNC}")
+            numbered, values = positional(CLAIM_BACKLOG, {"n": step, **sharing})
+            claimed = await connection.fetch(numbered, *values)
+            if not claimed:
+                return 0
+            if share:
+                holding.enter_context(share.holding(len(claimed)))
+            ids, models = [row["item_id"] for row in claimed], [row["model"] for row in claimed]
             return int(await _value(connection, MOVE_BACKLOG, {"ids": ids, "models": models}))
 
 
