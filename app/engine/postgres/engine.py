@@ -18,7 +18,7 @@ import orjson
 from pydantic import BaseModel
 from sqlalchemy import event, text
 from sqlalchemy.exc import DisconnectionError
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.util import greenlet_spawn
 
 from app.contract.errors import ConfigError
@@ -60,7 +60,6 @@ from app.engine.postgres.indexer import VectorIndexer, backlog_size, index_every
 from app.engine.postgres.schema import async_url, ensure_current
 from app.engine.postgres.selectivity import ranks_by_sketch
 from app.engine.postgres.statements import (
-    HELD_IDS,
     HNSW_EF_SEARCH,
     HNSW_EF_SEARCH_FILTERED,
     INSERT_ITEMS,
@@ -418,7 +417,7 @@ class PostgresEngine:
         checked = StoreManyRequest.model_construct(items=items).validate(self._limits)
         texts = [item.render_text() for item in checked]
         # The batch is embedded (off the event loop when large) from here on, while the ids are
-        # computed, the held ones looked up and the items inserted: the work overlaps instead of
+        # computed and the items inserted: the work overlaps instead of
         # adding up (10k items, batches interleaved with the raw baseline's: 0.88 -> 0.90x its rate).
         # A repeat or an item already held is embedded for nothing; its vector is dropped.
         embedding = asyncio.ensure_future(self._embedder.embed(texts))
@@ -429,12 +428,10 @@ class PostgresEngine:
             first: dict[str, int] = {}  # each id's first copy in the batch
             for position, item_id in enumerate(ids):
                 first.setdefault(item_id, position)
+            unique = {i: checked[p] for i, p in first.items()}
             with database_errors():
-                async with self._db.connect() as connection:
-                    held = set((await connection.execute(text(HELD_IDS), {"ids": list(first)})).scalars().all())
-                fresh = {i: checked[p] for i, p in first.items() if i not in held}
-                async with self._db.begin() as connection:
-                    inserted = await self._insert(connection, fresh, {i: texts[first[i]] for i in fresh})
+                async with self._connection() as connection, connection.transaction():
+                    inserted = await self._insert(connection, unique, {i: texts[first[i]] for i in unique})
                     vectors = await embedding
                     backlog = await self._queue_vectors(connection, {i: vectors[first[i]] for i in inserted})
         finally:
@@ -452,12 +449,10 @@ class PostgresEngine:
         return receipts
 
     async def _insert(
-        self, connection: AsyncConnection, items: dict[str, StoredItem], texts: dict[str, str]
+        self, connection: asyncpg.Connection, items: dict[str, StoredItem], texts: dict[str, str]
     ) -> set[str]:
-        """The items not held yet, each with its text; the ids inserted."""
-        if not items:
-            return set()
-        await connection.execute(text(LOCK_IDS), {"ids": list(items)})
+        """The items, each with its text; the ids inserted (an item already held is not)."""
+        await connection.execute(*positional(LOCK_IDS, {"ids": list(items)}))
         rows: dict[str, list[Any]] = {
             k: [] for k in ("ids", "kinds", "nss", "texts", "metas", "items", "conf", "obs", "srcs")
         }
@@ -472,18 +467,16 @@ class PostgresEngine:
             rows["conf"].append(getattr(item, "confidence", None))
             rows["obs"].append(meta.get("observed_at"))
             rows["srcs"].append(meta["source"]["kind"])
-        result = await connection.execute(text(INSERT_ITEMS), rows)
-        return set(result.scalars().all())
+        numbered, values = positional(INSERT_ITEMS, rows)
+        return {row["id"] for row in await connection.fetch(numbered, *values)}
 
-    async def _queue_vectors(self, connection: AsyncConnection, vectors: dict[str, list[float]]) -> int:
+    async def _queue_vectors(self, connection: asyncpg.Connection, vectors: dict[str, list[float]]) -> int:
         """The vectors into the backlog; how many wait for the index now."""
         if not vectors:
             return 0
-        backlog = await connection.scalar(
-            text(QUEUE_VECTORS),
-            {"model": self._embedder.name, "ids": list(vectors), "vs": vector_literals(list(vectors.values()))},
-        )
-        return int(backlog or 0)
+        params = {"model": self._embedder.name, "ids": list(vectors), "vs": vector_literals(list(vectors.values()))}
+        numbered, values = positional(QUEUE_VECTORS, params)
+        return int(await connection.fetchval(numbered, *values) or 0)
 
     async def forget(self, target: ForgetTarget) -> ForgetReport:
         target = target.validate(self._limits)

@@ -103,7 +103,6 @@ LOCK_IDS = (
     "(SELECT DISTINCT hashtext(k) AS h FROM unnest(CAST(:ids AS text[])) AS k ORDER BY h) AS locks"
 )
 
-HELD_IDS = "SELECT id FROM engram_items WHERE id = ANY(:ids)"
 
 INSERT_ITEMS = """
     INSERT INTO engram_items
