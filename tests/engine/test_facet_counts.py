@@ -21,6 +21,7 @@ from app.engine.postgres.engine import PostgresEngine
 from app.engine.postgres.facets import FacetFolder
 from app.engine.postgres.statements import FOLD_AFTER_ROWS
 from tests.conftest import truncate
+from tests.engine.test_postgres import learning
 
 FACETS = [
     "kind", "source", "source_id", "workspace", "folder", "file_path", "language",
@@ -70,12 +71,6 @@ def varied_items(count: int, seed: int) -> list[StoredItem]:
         data["meta"] = {k: v for k, v in meta.items() if v is not None}
         items.append(ITEM_ADAPTER.validate_python(data))
     return items
-
-
-def learning_in(namespace: str, n: int) -> StoredItem:
-    return ITEM_ADAPTER.validate_python(
-        {"type": "learning", "text": f"note {n}", "kind": "fact", "confidence": 0.5, "meta": {"namespace": namespace}}
-    )
 
 
 async def store(engine: PostgresEngine, items: list[StoredItem]) -> None:
@@ -191,7 +186,7 @@ async def test_writes_fold_every_facet_in_the_background(pg_engine: PostgresEngi
         # A value already folded is not written again by the next fold.
         rows = "SELECT facet, value, ctid::text FROM engram_facet_counts ORDER BY 1, 2"
         before = {(r["facet"], r["value"]): r["ctid"] for r in await pool.fetch(rows)}
-        await pg_engine.store_many([learning_in("team:new", n) for n in range(3)])
+        await pg_engine.store_many([learning(f"note {n}", namespace="team:new") for n in range(3)])
         await folder.fold()
         after = {(r["facet"], r["value"]): r["ctid"] for r in await pool.fetch(rows)}
         assert after[("namespace", "team:a")] == before[("namespace", "team:a")]  # untouched

@@ -103,7 +103,6 @@ LOCK_IDS = (
     "(SELECT DISTINCT hashtext(k) AS h FROM unnest(CAST(:ids AS text[])) AS k ORDER BY h) AS locks"
 )
 
-
 INSERT_ITEMS = """
     INSERT INTO engram_items
         (id, kind, namespace, text, meta, item, confidence, observed_at, tags, source_kind)
