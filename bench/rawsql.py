@@ -22,8 +22,6 @@ from app.engine.postgres.engine import (
     StatisticsCache,
     index_was_enough,
     search_breadth,
-    vector_literal,
-    vector_literals,
 )
 from app.engine.postgres.filters import Predicate, filter_predicate, sketch_keys
 from app.engine.postgres.indexer import VectorIndexer, backlog_size
@@ -45,6 +43,7 @@ from app.engine.postgres.statements import (
     sketch_sql,
     vector_sql,
 )
+from app.engine.postgres.vectors import query_vector, register_vector_types, vector_array
 from app.settings import Settings
 from bench.corpus import CorpusItem
 
@@ -71,12 +70,20 @@ INDEXERS = Settings.model_fields["vector_indexers"].default
 async def connect(url: str, *, generic_plan: bool = False) -> asyncpg.Connection:
     """One connection set up as the engine sets up its pools' (``generic_plan``: its second pool's)."""
     plans = {"plan_cache_mode": "force_generic_plan"} if generic_plan else {}
-    return await asyncpg.connect(url, server_settings={**ENGINE_SESSION, **plans})
+    connection = await asyncpg.connect(url, server_settings={**ENGINE_SESSION, **plans})
+    await register_vector_types(connection)
+    return connection
 
 
 async def indexing_pool(url: str) -> asyncpg.Pool:
     """Connections for the vector indexer: one per background worker, one for a write that catches up."""
-    return await asyncpg.create_pool(url, min_size=INDEXERS + 1, max_size=INDEXERS + 1, server_settings=ENGINE_SESSION)
+    return await asyncpg.create_pool(
+        url,
+        min_size=INDEXERS + 1,
+        max_size=INDEXERS + 1,
+        server_settings=ENGINE_SESSION,
+        init=register_vector_types,
+    )
 
 
 async def wait_for_empty_backlog(connection: asyncpg.Connection, poll_s: float = 0.02) -> None:
@@ -174,7 +181,7 @@ class RawSql:
                 {
                     "model": self._embedder.name,
                     "ids": ids,
-                    "vs": vector_literals([v for i, v in zip(batch, vectors, strict=True) if i.id in inserted]),
+                    "vs": vector_array([v for i, v in zip(batch, vectors, strict=True) if i.id in inserted]),
                 },
             )
         queued = time.perf_counter()
@@ -242,7 +249,7 @@ class RawSql:
                 plans_generic(pred),
                 settled=True,
             )
-        vec = {"vec": vector_literal(vector or []), "model": self._embedder.name, "depth": offset + count}
+        vec = {"vec": query_vector(vector or []), "model": self._embedder.name, "depth": offset + count}
         if sketches and await self.ranks_by_sketch(request_filter, pred, second=second):
             keys = sketch_keys(request_filter)
             return Statement(

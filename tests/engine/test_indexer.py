@@ -277,8 +277,8 @@ async def test_a_short_answer_from_the_index_falls_back_to_exact_whatever_the_ba
     unindexed: PostgresEngine, database_url: str, embedder: Any
 ) -> None:
     """The index gives up on a selective filter; rows still queued must not make its short answer look full."""
-    from app.engine.postgres.engine import vector_literal
     from app.engine.postgres.statements import vector_sql
+    from app.engine.postgres.vectors import query_vector
 
     common = [learning(f"common note {n}", tags=["common"]) for n in range(2_000)]
     for start in range(0, len(common), 100):
@@ -309,7 +309,7 @@ async def test_a_short_answer_from_the_index_falls_back_to_exact_whatever_the_ba
     async with unindexed.database.connect() as connection:
         exact = await connection.execute(
             text(vector_sql(pred.sql(), exact=True, dimension=embedder.dimension)),
-            {"vec": vector_literal(vector), "model": embedder.name, "depth": 10, "offset": 0, **pred.params},
+            {"vec": query_vector(vector), "model": embedder.name, "depth": 10, "offset": 0, **pred.params},
         )
         expected = [row.id for row in exact]
     assert [h.id for h in page.hits] == expected

@@ -248,6 +248,28 @@ async def test_the_vector_column_takes_its_dimension_from_configuration(scratch:
         await engine.close()
 
 
+async def test_pgvector_may_live_in_a_schema_of_its_own(scratch: ScratchServer, embedder: WordLlamaEmbedder) -> None:
+    """As hosted PostgreSQL often has it (Supabase: "extensions"): vectors still go over in binary and are found."""
+    url = scratch.new_database()
+    await _execute(url, "CREATE SCHEMA extensions")
+    await _execute(url, "CREATE EXTENSION vector SCHEMA extensions")
+    name = await _scalar(url, "SELECT current_database()")
+    await _execute(url, f'ALTER DATABASE "{name}" SET search_path = "$user", public, extensions')
+    await _upgrade(url)
+    vector_schema = "SELECT typnamespace::regnamespace::text FROM pg_type WHERE oid = 'vector'::regtype"
+    assert await _scalar(url, vector_schema) == "extensions"
+    items = learnings(20, tags=["kept"])
+    engine = await PostgresEngine.connect(url, embedder)
+    try:
+        await engine.store_many(items)
+        await engine.finish_indexing()
+        for request_filter in ({}, {"tags_any": ["kept"]}):
+            request = FetchRequest(query=items[7].render_text(), mode="vector", limit=1, filter=request_filter)
+            assert [hit.id for hit in (await engine.fetch(request)).hits] == [items[7].fingerprint()]
+    finally:
+        await engine.close()
+
+
 async def test_engine_refuses_a_database_whose_schema_is_behind(scratch: ScratchServer) -> None:
     url = scratch.new_database()
     with pytest.raises(ConfigError) as caught:

@@ -183,7 +183,7 @@ async def test_a_filtered_search_walks_the_index_wider_for_its_statement_alone(
     database_url: str, embedder: Any
 ) -> None:
     """The breadth travels inside the statement: the walk follows it, and the connection keeps its own."""
-    from app.engine.postgres.engine import vector_literal
+    from app.engine.postgres.vectors import query_vector
 
     engine = await PostgresEngine.connect(
         database_url, embedder, pool_size=1, pool_overflow=0, ef_search=123, ef_search_filtered=456
@@ -198,7 +198,7 @@ async def test_a_filtered_search_walks_the_index_wider_for_its_statement_alone(
             await engine.store_many([learning(f"breadth probe {batch} {n}") for n in range(100)])
         await engine.finish_indexing()
         (vector,) = await embedder.embed(["breadth probe"])
-        params = {"vec": vector_literal(vector), "model": embedder.name, "depth": 5, "offset": 0}
+        params = {"vec": query_vector(vector), "model": embedder.name, "depth": 5, "offset": 0}
         walked = {}
         async with engine.database.begin() as connection:
             # On a table this small only a planner told to avoid the alternatives picks an index.
@@ -552,12 +552,12 @@ async def test_stored_vectors_are_the_embedders_float32_vectors_exactly(
 
 async def test_vector_search_walks_the_half_precision_index(pg_engine: PostgresEngine, embedder: Any) -> None:
     """The statement's distance must be the index's expression, cast and dimension included, or no index serves it."""
-    from app.engine.postgres.engine import vector_literal
     from app.engine.postgres.statements import vector_sql
+    from app.engine.postgres.vectors import query_vector
 
     await pg_engine.store_many([learning(f"index probe {n}") for n in range(20)])
     (vector,) = await embedder.embed(["index probe"])
-    params = {"vec": vector_literal(vector), "model": embedder.name, "depth": 5, "offset": 0}
+    params = {"vec": query_vector(vector), "model": embedder.name, "depth": 5, "offset": 0}
     async with pg_engine.database.begin() as connection:
         # On a table this small only a planner told to avoid the alternatives picks an index.
         for setting in ("enable_seqscan", "enable_bitmapscan", "enable_sort"):

@@ -18,10 +18,11 @@ from sqlalchemy import text
 from app.contract.meta import Filter
 from app.contract.namespaces import Reach
 from app.contract.requests import FetchRequest, ForgetByIds
-from app.engine.postgres.engine import PostgresEngine, vector_literal
+from app.engine.postgres.engine import PostgresEngine
 from app.engine.postgres.filters import filter_predicate
 from app.engine.postgres.selectivity import ranks_by_sketch
 from app.engine.postgres.statements import TERM_STATISTICS, TermStatistics, vector_sql
+from app.engine.postgres.vectors import query_vector
 from tests.deploy.scratch import SKETCHES_OFF
 from tests.engine.test_indexer import quiet_engine
 from tests.engine.test_postgres import analyse, learning
@@ -46,7 +47,7 @@ async def exact_ranking(engine: PostgresEngine, embedder: Any, request_filter: F
     (vector,) = await embedder.embed([QUERY])
     pred = filter_predicate(request_filter)
     sql = vector_sql(pred.sql(), exact=True, dimension=embedder.dimension)
-    params = {"vec": vector_literal(vector), "model": embedder.name, "depth": depth, "offset": 0, **pred.params}
+    params = {"vec": query_vector(vector), "model": embedder.name, "depth": depth, "offset": 0, **pred.params}
     return [(row["id"], float(row["score"])) for row in await engine._rows(sql, params)]
 
 

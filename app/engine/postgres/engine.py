@@ -13,7 +13,6 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 import asyncpg
-import numpy as np
 import orjson
 from pydantic import BaseModel
 from sqlalchemy import event, text
@@ -81,23 +80,7 @@ from app.engine.postgres.statements import (
     sketch_sql,
     vector_sql,
 )
-
-
-def vector_literals(vectors: Sequence[Sequence[float]]) -> list[str]:
-    """pgvector's text form of each vector, every number the shortest that reads back as the same float32.
-
-    orjson writes a float32 array in ~8 µs where %-formatting took ~60 µs (100 vectors of 256:
-    0.8 against 6.3 ms, the largest piece of a store_many batch's Python, fourth session), and
-    exactly: ``%.7g`` kept 7 digits, fewer than a float32 needs to come back the same.
-    """
-    rows = np.asarray(vectors, dtype=np.float32)
-    return [orjson.dumps(row, option=orjson.OPT_SERIALIZE_NUMPY).decode() for row in rows]
-
-
-def vector_literal(vector: Sequence[float]) -> str:
-    """One vector in pgvector's text form (``vector_literals``)."""
-    (literal,) = vector_literals([vector])
-    return literal
+from app.engine.postgres.vectors import learn_vector_types, query_vector, vector_array
 
 
 class StatisticsCache:
@@ -317,6 +300,7 @@ class PostgresEngine:
                 },
             )
             event.listen(pooled.sync_engine, "checkout", _discard_closed)
+            learn_vector_types(pooled)
             return pooled
 
         # Plan each statement for its values: how selective a filter is and how common the
@@ -474,7 +458,7 @@ class PostgresEngine:
         """The vectors into the backlog; how many wait for the index now."""
         if not vectors:
             return 0
-        params = {"model": self._embedder.name, "ids": list(vectors), "vs": vector_literals(list(vectors.values()))}
+        params = {"model": self._embedder.name, "ids": list(vectors), "vs": vector_array(list(vectors.values()))}
         numbered, values = positional(QUEUE_VECTORS, params)
         return int(await connection.fetchval(numbered, *values) or 0)
 
@@ -588,7 +572,7 @@ class PostgresEngine:
     ) -> list[Mapping[str, Any]]:
         """A vector page: by sketches when the filter admits few items, else through the index (then
         exactly, should the index give up on a selective filter)."""
-        params = {"vec": vector_literal(vector), "model": self._embedder.name, "depth": offset + count}
+        params = {"vec": query_vector(vector), "model": self._embedder.name, "depth": offset + count}
         if await self._admits_few(request_filter, pred):
             keys = sketch_keys(request_filter)
             params = {**params, "candidates": sketch_candidates(offset + count), "offset": offset}

@@ -20,11 +20,11 @@ from tqdm import tqdm
 from app.contract.errors import ConfigError
 from app.embeddings.protocol import Embedder
 from app.embeddings.registry import build_embedder
-from app.engine.postgres.engine import vector_literals
 from app.engine.postgres.errors import database_errors
 from app.engine.postgres.schema import async_url, ensure_current
 from app.engine.postgres.service import resolve_database
 from app.engine.postgres.statements import HNSW_INDEX, POSTING_KEYS, hnsw_index_sql
+from app.engine.postgres.vectors import register_vector_types, vector_array
 from app.settings import Settings
 
 # For pgvector a column's type modifier is its dimension.
@@ -33,13 +33,13 @@ COLUMN_DIMENSION = (
 )
 INSERT_VECTORS = (
     "INSERT INTO engram_embeddings (item_id, model, embedding) "
-    "SELECT t.id, :model, t.v::vector FROM unnest(CAST(:ids AS text[]), CAST(:vs AS text[])) AS t(id, v)"
+    "SELECT t.id, :model, t.v FROM unnest(CAST(:ids AS text[]), CAST(:vs AS vector[])) AS t(id, v)"
 )
 # Each indexed vector's sketch beside it, filed as the indexer files it (statements.MOVE_BACKLOG).
 INSERT_SKETCHES = (
     "INSERT INTO engram_sketch_postings (key, seq, item_id, sketch) "
-    "SELECT k.key, i.seq, i.id, binary_quantize(t.v::vector) "
-    "FROM unnest(CAST(:ids AS text[]), CAST(:vs AS text[])) AS t(id, v) JOIN engram_items i ON i.id = t.id "
+    "SELECT k.key, i.seq, i.id, binary_quantize(t.v) "
+    "FROM unnest(CAST(:ids AS text[]), CAST(:vs AS vector[])) AS t(id, v) JOIN engram_items i ON i.id = t.id "
     f"CROSS JOIN LATERAL ({POSTING_KEYS}) AS k(key)"
 )
 
@@ -63,6 +63,7 @@ async def reembed(settings: Settings, *, batch_size: int = 256) -> int:
 
 
 async def _reembed(connection: AsyncConnection, embedder: Embedder, batch_size: int) -> int:
+    await register_vector_types((await connection.get_raw_connection()).driver_connection)
     # Reads go on; stores and forgets wait, so no item is left without a vector.
     await connection.execute(text("LOCK TABLE engram_items IN SHARE MODE"))
     # In the order every writer and the vector indexer take them (statements.INDEXER_LOCK_ORDER).
@@ -95,7 +96,7 @@ async def _reembed(connection: AsyncConnection, embedder: Embedder, batch_size: 
             if not rows:
                 break
             vectors = await embedder.embed([row.text for row in rows])
-            batch = {"model": embedder.name, "ids": [row.id for row in rows], "vs": vector_literals(vectors)}
+            batch = {"model": embedder.name, "ids": [row.id for row in rows], "vs": vector_array(vectors)}
             await connection.execute(text(INSERT_VECTORS), batch)
             await connection.execute(text(INSERT_SKETCHES), batch)
             after = rows[-1].seq

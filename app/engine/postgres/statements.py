@@ -123,7 +123,7 @@ INSERT_ITEMS = """
 QUEUE_VECTORS = """
     WITH queued AS (
         INSERT INTO engram_vector_backlog (item_id, model, embedding)
-        SELECT t.id, :model, t.v::vector FROM unnest(CAST(:ids AS text[]), CAST(:vs AS text[])) AS t(id, v)
+        SELECT t.id, :model, t.v FROM unnest(CAST(:ids AS text[]), CAST(:vs AS vector[])) AS t(id, v)
         RETURNING 1
     )
     SELECT (SELECT count(*) FROM queued) + (SELECT count(*) FROM engram_vector_backlog) AS backlog
