@@ -75,7 +75,12 @@ async def open_store(
     values and pgvector's iterative scan walking on past what a filter drops; a store of its own, so
     that its settings need not be swapped on one connection query by query.
     """
-    index = {"dims": embedder.dimension, "embed": embedder.embed, "fields": ["text"], "distance_type": "cosine"}
+
+    async def embed(texts: list[str]) -> list[list[float]]:
+        # LangGraph takes lists of floats, as the embedders made for it (LangChain's) return them.
+        return (await embedder.embed(texts)).tolist()  # type: ignore[no-any-return]
+
+    index = {"dims": embedder.dimension, "embed": embed, "fields": ["text"], "distance_type": "cosine"}
     async with AsyncPostgresStore.from_conn_string(url, index=index) as store:  # type: ignore[arg-type]
         await store.setup()
         yield LangGraphStore(store, breadth)

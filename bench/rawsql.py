@@ -13,6 +13,7 @@ import time
 from typing import Any, NamedTuple
 
 import asyncpg
+import numpy as np
 
 from app.contract.meta import Filter
 from app.embeddings.wordllama import WordLlamaEmbedder
@@ -224,7 +225,7 @@ class RawSql:
         query: str,
         mode: str,
         request_filter: Filter,
-        vector: list[float] | None,
+        vector: np.ndarray | None,
         *,
         exact: bool = False,
         second: bool = False,
@@ -249,7 +250,9 @@ class RawSql:
                 plans_generic(pred),
                 settled=True,
             )
-        vec = {"vec": query_vector(vector or []), "model": self._embedder.name, "depth": offset + count}
+        if vector is None:
+            raise ValueError(f"a {mode} statement needs the query's vector")
+        vec = {"vec": query_vector(vector), "model": self._embedder.name, "depth": offset + count}
         if sketches and await self.ranks_by_sketch(request_filter, pred, second=second):
             keys = sketch_keys(request_filter)
             return Statement(
@@ -271,7 +274,7 @@ class RawSql:
         query: str,
         mode: str,
         request_filter: Filter,
-        vector: list[float] | None,
+        vector: np.ndarray | None,
         limit: int,
         second: bool = False,
         sketches: bool = True,
@@ -292,7 +295,7 @@ class RawSql:
         raise AssertionError("unreachable")
 
     async def vector_page(
-        self, vector: list[float], request_filter: Filter, limit: int = 10, *, sketches: bool = True
+        self, vector: np.ndarray, request_filter: Filter, limit: int = 10, *, sketches: bool = True
     ) -> list[str]:
         """The engine's vector ranking of an embedded query (see fetch_statement's ``sketches``): its
         first page's ids."""

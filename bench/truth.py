@@ -56,7 +56,7 @@ class ExactNeighbours:
             self._admitted[key] = np.flatnonzero(np.isin(self._seqs, seqs))
         return self._admitted[key]
 
-    async def nearest(self, vector: list[float], request_filter: Filter, k: int = 10) -> list[str]:
+    async def nearest(self, vector: np.ndarray, request_filter: Filter, k: int = 10) -> list[str]:
         """The ``k`` admitted items nearest ``vector`` by cosine distance; ties by ``seq``."""
         rows = await self.admitted(request_filter)
         query = np.asarray(vector, dtype=np.float32)

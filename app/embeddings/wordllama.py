@@ -70,9 +70,9 @@ class WordLlamaEmbedder:
                 sums[row] = tokens[start:end].sum(axis=0, dtype=np.float32)
         return sums / np.maximum(lengths, 1).astype(np.float32)[:, np.newaxis]
 
-    def embed_sync(self, texts: list[str]) -> list[list[float]]:
+    def embed_sync(self, texts: list[str]) -> np.ndarray:
         if not texts:
-            return []
+            return np.empty((0, self._dimension), dtype=np.float32)
         vectors = self.pooled(texts)
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
         # A text with no known token pools to zero; give it a fixed unit vector
@@ -80,9 +80,9 @@ class WordLlamaEmbedder:
         empty = norms[:, 0] == 0
         vectors[empty] = self._fallback
         norms[empty] = 1.0
-        return (vectors / norms).tolist()
+        return vectors / norms
 
-    async def embed(self, texts: list[str]) -> list[list[float]]:
+    async def embed(self, texts: list[str]) -> np.ndarray:
         if len(texts) < _OFF_LOOP_THRESHOLD:
             return self.embed_sync(texts)
         return await anyio.to_thread.run_sync(self.embed_sync, texts)

@@ -122,7 +122,7 @@ class ReferenceEngine:
 
     async def store_many(self, items: list[StoredItem]) -> list[StoreReceipt]:
         checked = StoreManyRequest.model_construct(items=items).validate(self._limits)
-        vectors = await self._embedder.embed([item.render_text() for item in checked])
+        vectors = (await self._embedder.embed([item.render_text() for item in checked])).tolist()
         async with self._lock:
             receipts = []
             for item, vector in zip(checked, vectors, strict=True):
@@ -160,7 +160,7 @@ class ReferenceEngine:
             scored = [(i, r, _keyword_score(parsed, r.text)) for i, r in admitted]
             keyword = sorted([s for s in scored if s[2] > 0], key=lambda s: (-s[2], s[1].seq))
         if mode in ("vector", "hybrid"):
-            (qv,) = await self._embedder.embed([query])
+            (qv,) = (await self._embedder.embed([query])).tolist()
             scored = [(i, r, _cosine(qv, r.vector)) for i, r in admitted]
             vector = sorted(scored, key=lambda s: (-s[2], s[1].seq))
         if mode == "keyword":

@@ -6,6 +6,7 @@ import asyncio
 import re
 from collections.abc import Iterator
 
+import numpy as np
 import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import create_async_engine
@@ -164,7 +165,7 @@ class _FailsOnSecondBatch:
         self._inner, self._calls = inner, 0
         self.name, self.dimension = inner.name, inner.dimension
 
-    async def embed(self, texts: list[str]) -> list[list[float]]:
+    async def embed(self, texts: list[str]) -> np.ndarray:
         self._calls += 1
         if self._calls == 2:
             raise RuntimeError("embedder broke")

@@ -41,8 +41,9 @@ def test_a_text_embeds_the_same_alone_and_in_any_batch() -> None:
     embedder = WordLlamaEmbedder()
     texts = [item.text for item in build_corpus(50)] + EDGES
     together = embedder.embed_sync(texts)
-    assert [embedder.embed_sync([text])[0] for text in texts] == together
-    assert embedder.embed_sync(texts[::-1]) == together[::-1]
+    assert together.dtype == np.float32
+    assert np.array_equal(np.stack([embedder.embed_sync([text])[0] for text in texts]), together)
+    assert np.array_equal(embedder.embed_sync(texts[::-1]), together[::-1])
 
 
 def test_vectors_are_unit_length_and_a_text_without_tokens_gets_the_fixed_vector() -> None:
@@ -52,4 +53,4 @@ def test_vectors_are_unit_length_and_a_text_without_tokens_gets_the_fixed_vector
     np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, rtol=1e-6)
     np.testing.assert_array_equal(vectors[0], np.full(128, 1 / np.sqrt(128), dtype=np.float32))
     assert not np.array_equal(vectors[1], vectors[0])
-    assert embedder.embed_sync([]) == []
+    assert embedder.embed_sync([]).shape == (0, 128)

@@ -614,13 +614,13 @@ class SlowOrFailingEmbedder:
     def dimension(self) -> int:
         return int(self._inner.dimension)
 
-    async def embed(self, texts: list[str]) -> list[list[float]]:
+    async def embed(self, texts: list[str]) -> np.ndarray:
         await asyncio.sleep(self._delay_s)
         if any("poison" in t for t in texts):
             raise RuntimeError("embedder failed")
         vectors = await self._inner.embed(texts)
         self.finished += 1
-        return list(vectors)
+        return vectors
 
 
 async def test_an_embedder_failure_while_items_are_inserted_writes_nothing(

@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 import asyncpg
+import numpy as np
 import orjson
 from pydantic import BaseModel
 from sqlalchemy import event, text
@@ -454,7 +455,7 @@ class PostgresEngine:
         numbered, values = positional(INSERT_ITEMS, rows)
         return {row["id"] for row in await connection.fetch(numbered, *values)}
 
-    async def _queue_vectors(self, connection: asyncpg.Connection, vectors: dict[str, list[float]]) -> int:
+    async def _queue_vectors(self, connection: asyncpg.Connection, vectors: dict[str, np.ndarray]) -> int:
         """The vectors into the backlog; how many wait for the index now."""
         if not vectors:
             return 0
@@ -563,12 +564,12 @@ class PostgresEngine:
         sql = keyword_sql(pred, keywords, depth=offset + count)
         return await self._rows(sql, {**params, **pred.params}, generic_plan=plans_generic(pred))
 
-    async def _vector(self, vector: list[float], request_filter: Filter, offset: int, count: int) -> list[Hit]:
+    async def _vector(self, vector: np.ndarray, request_filter: Filter, offset: int, count: int) -> list[Hit]:
         rows = await self._vector_rows(vector, request_filter, filter_predicate(request_filter), offset, count)
         return [hit_of(row, float(row["score"])) for row in rows]
 
     async def _vector_rows(
-        self, vector: list[float], request_filter: Filter, pred: Predicate, offset: int, count: int
+        self, vector: np.ndarray, request_filter: Filter, pred: Predicate, offset: int, count: int
     ) -> list[Mapping[str, Any]]:
         """A vector page: by sketches when the filter admits few items, else through the index (then
         exactly, should the index give up on a selective filter)."""
@@ -598,7 +599,7 @@ class PostgresEngine:
         return await self._statistics.current(lambda: self._rows(TERM_STATISTICS, {}))
 
     async def _hybrid(
-        self, keywords: KeywordQuery, vector: list[float], request_filter: Filter, offset: int, count: int
+        self, keywords: KeywordQuery, vector: np.ndarray, request_filter: Filter, offset: int, count: int
     ) -> list[Hit]:
         """Reciprocal rank fusion of the keyword and vector rankings, each cut at the page's end.
 

@@ -22,8 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 # The extension may live in any schema on the search path (Supabase puts it in "extensions"),
 # or not be there yet: a database no migration has reached, which the engine then refuses.
 VECTOR_SCHEMA = (
-    "SELECT n.nspname FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace "
-    "WHERE t.oid = to_regtype('vector')"
+    "SELECT n.nspname FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace WHERE t.oid = to_regtype('vector')"
 )
 
 
