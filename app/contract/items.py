@@ -54,23 +54,15 @@ class _ItemBase(Closed):
 
     def fingerprint(self) -> str:
         """The item's id: 40 hex characters of SHA-256 over its canonical JSON."""
-        return hashlib.sha256(canonical_json(self.canonical())).hexdigest()[:40]
+        return fingerprint_of(self.as_json())
 
     def canonical(self) -> dict[str, Any]:
         """The item as the service understands it, minus ``observed_at``, unset fields and the root namespace."""
-        data = self.model_dump(mode="json", exclude_none=True)
-        meta = data.get("meta", {})
-        meta.pop("observed_at", None)
-        meta.setdefault("source", {"kind": "agent"})
-        if not meta.get("tags"):
-            meta.pop("tags", None)
-        if meta.get("namespace") in ("", "root"):
-            meta.pop("namespace")
-        data["meta"] = meta
-        for turn in data.get("turns", ()):
-            if not turn.get("tool_calls"):
-                turn.pop("tool_calls", None)
-        return data
+        return canonical_form(self.as_json())
+
+    def as_json(self) -> dict[str, Any]:
+        """The item as JSON values, unset fields left out: what is stored, and what its id is taken over."""
+        return self.model_dump(mode="json", exclude_none=True)
 
 
 class Document(_ItemBase):
@@ -147,6 +139,27 @@ class StoreItem(RootModel[Item]):
     """One item of any kind, told apart by ``type`` (the body of ``POST /v1/store``)."""
 
     model_config = ConfigDict(strict=True)
+
+
+def canonical_form(data: dict[str, Any]) -> dict[str, Any]:
+    """An item's ``as_json`` made canonical (``canonical``), in place: no copy of a fresh dump is needed."""
+    meta = data.get("meta", {})
+    meta.pop("observed_at", None)
+    meta.setdefault("source", {"kind": "agent"})
+    if not meta.get("tags"):
+        meta.pop("tags", None)
+    if meta.get("namespace") in ("", "root"):
+        meta.pop("namespace")
+    data["meta"] = meta
+    for turn in data.get("turns", ()):
+        if not turn.get("tool_calls"):
+            turn.pop("tool_calls", None)
+    return data
+
+
+def fingerprint_of(data: dict[str, Any]) -> str:
+    """The id of the item whose ``as_json`` is ``data``, which it changes (``canonical_form``)."""
+    return hashlib.sha256(canonical_json(canonical_form(data))).hexdigest()[:40]
 
 
 def render_text(item: StoredItem) -> str:

@@ -10,7 +10,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import asyncpg
 import numpy as np
@@ -22,7 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.util import greenlet_spawn
 
 from app.contract.errors import ConfigError
-from app.contract.items import StoredItem
+from app.contract.items import StoredItem, fingerprint_of
 from app.contract.limits import DEFAULT_LIMITS, Limits
 from app.contract.meta import Filter, Meta, Source, ToolCall, TurnRange
 from app.contract.namespaces import Reach
@@ -82,6 +82,45 @@ from app.engine.postgres.statements import (
     vector_sql,
 )
 from app.engine.postgres.vectors import learn_vector_types, query_vector, vector_array
+
+
+class ItemRow(NamedTuple):
+    """One item as ``INSERT_ITEMS`` takes it (its columns in ``INSERT_ITEMS_COLUMNS`` order)."""
+
+    id: str
+    kind: str
+    namespace: str
+    text: str
+    meta: str
+    item: str
+    confidence: float | None
+    observed_at: str | None
+    source_kind: str
+
+
+INSERT_ITEMS_COLUMNS = ("ids", "kinds", "nss", "texts", "metas", "items", "conf", "obs", "srcs")
+
+
+def item_row(item: StoredItem, text: str) -> ItemRow:
+    """``item``'s row from one dump of it: what is stored of it is read first, then its id is taken
+    over the same values made canonical (which changes them). Where each came from a dump of its
+    own (its meta, its JSON, its canonical form), a batch of 100 spent ~0.7 ms more (twentieth session).
+    """
+    data = item.as_json()
+    meta = data["meta"]
+    meta_json, item_json = orjson.dumps(meta).decode(), orjson.dumps(data).decode()
+    observed_at, source_kind = meta.get("observed_at"), meta["source"]["kind"]
+    return ItemRow(
+        id=fingerprint_of(data),
+        kind=item.type,
+        namespace=item.meta.namespace or "",
+        text=text,
+        meta=meta_json,
+        item=item_json,
+        confidence=getattr(item, "confidence", None),
+        observed_at=observed_at,
+        source_kind=source_kind,
+    )
 
 
 class StatisticsCache:
@@ -409,14 +448,14 @@ class PostgresEngine:
         embedding.add_done_callback(_retrieved)
         try:
             await asyncio.sleep(0)  # let the embedding start before the fingerprints take the loop
-            ids = [item.fingerprint() for item in checked]
+            rows = [item_row(item, text) for item, text in zip(checked, texts, strict=True)]
+            ids = [row.id for row in rows]
             first: dict[str, int] = {}  # each id's first copy in the batch
             for position, item_id in enumerate(ids):
                 first.setdefault(item_id, position)
-            unique = {i: checked[p] for i, p in first.items()}
             with database_errors():
                 async with self._connection() as connection, connection.transaction():
-                    inserted = await self._insert(connection, unique, {i: texts[first[i]] for i in unique})
+                    inserted = await self._insert(connection, [rows[p] for p in first.values()])
                     vectors = await embedding
                     backlog = await self._queue_vectors(connection, {i: vectors[first[i]] for i in inserted})
         finally:
@@ -433,26 +472,11 @@ class PostgresEngine:
             seen.add(item_id)
         return receipts
 
-    async def _insert(
-        self, connection: asyncpg.Connection, items: dict[str, StoredItem], texts: dict[str, str]
-    ) -> set[str]:
-        """The items, each with its text; the ids inserted (an item already held is not)."""
-        await connection.execute(*positional(LOCK_IDS, {"ids": list(items)}))
-        rows: dict[str, list[Any]] = {
-            k: [] for k in ("ids", "kinds", "nss", "texts", "metas", "items", "conf", "obs", "srcs")
-        }
-        for item_id, item in items.items():
-            meta = item.meta.model_dump(mode="json", exclude_none=True)
-            rows["ids"].append(item_id)
-            rows["kinds"].append(item.type)
-            rows["nss"].append(item.meta.namespace or "")
-            rows["texts"].append(texts[item_id])
-            rows["metas"].append(json.dumps(meta))
-            rows["items"].append(item.model_dump_json(exclude_none=True))
-            rows["conf"].append(getattr(item, "confidence", None))
-            rows["obs"].append(meta.get("observed_at"))
-            rows["srcs"].append(meta["source"]["kind"])
-        numbered, values = positional(INSERT_ITEMS, rows)
+    async def _insert(self, connection: asyncpg.Connection, rows: list[ItemRow]) -> set[str]:
+        """The items' rows; the ids inserted (an item already held is not)."""
+        await connection.execute(*positional(LOCK_IDS, {"ids": [row.id for row in rows]}))
+        columns = dict(zip(INSERT_ITEMS_COLUMNS, zip(*rows, strict=True), strict=True))
+        numbered, values = positional(INSERT_ITEMS, {name: list(column) for name, column in columns.items()})
         return {row["id"] for row in await connection.fetch(numbered, *values)}
 
     async def _queue_vectors(self, connection: asyncpg.Connection, vectors: dict[str, np.ndarray]) -> int:
