@@ -8,7 +8,9 @@ import json
 import logging
 import shlex
 import sys
+from contextlib import AsyncExitStack
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 
@@ -29,7 +31,7 @@ def main(argv: list[str] | None = None) -> int:
         logging.getLogger(noisy).setLevel(logging.WARNING)
     # Imported after logging is set up: some of their imports log at INFO.
     from bench.report import write_report
-    from bench.run import run_one, say
+    from bench.run import say
 
     sizes = args.n or [10_000, 100_000]
     if any(n < 200 for n in sizes) or args.queries < 20:
@@ -40,17 +42,39 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     results_dir.mkdir(parents=True, exist_ok=True)
     command = "python -m bench " + shlex.join(sys.argv[1:] if argv is None else argv)
-    for n in sizes:
-        result, plans = asyncio.run(run_one(n, args.queries, args.seed))
-        result["command"] = command.strip()
-        (results_dir / f"n{n}.json").write_text(json.dumps(result, indent=2) + "\n")
-        (results_dir / f"n{n}-plans.txt").write_text(
-            "\n\n".join(f"== {case}\n{plan}" for case, plan in plans.items()) + "\n"
-        )
-        say(f"wrote {results_dir / f'n{n}.json'}")
+    asyncio.run(measure_sizes(sorted(sizes), args.queries, args.seed, results_dir, command.strip()))
     write_report(results_dir, args.out / "RESULTS.md", args.out / "latency.png")
     say(f"wrote {args.out / 'RESULTS.md'} and {args.out / 'latency.png'}")
     return 0
+
+
+async def measure_sizes(sizes: list[int], queries: int, seed: int, results_dir: Path, command: str) -> None:
+    """Each size measured in turn, its service kept up; then each size beside the one ten times
+    larger, asked in turn (run.growth_cases), into the larger one's results."""
+    from bench.run import growth_cases, measured_run, say
+
+    async with AsyncExitStack() as kept:
+        stands = {}
+        for n in sizes:
+            result, plans, stands[n] = await kept.enter_async_context(measured_run(n, queries, seed))
+            result["command"] = command
+            write_results(results_dir, result, plans)
+            say(f"wrote {results_dir / f'n{n}.json'}")
+        for n, stand in stands.items():
+            if n * 10 in stands:
+                path = results_dir / f"n{n * 10}.json"
+                larger = json.loads(path.read_text())
+                larger["growth"] = await growth_cases(stand, stands[n * 10], seed)
+                path.write_text(json.dumps(larger, indent=2) + "\n")
+                say(f"wrote the growth from {n:,} into {path}")
+
+
+def write_results(results_dir: Path, result: dict[str, Any], plans: dict[str, str]) -> None:
+    n = result["n"]
+    (results_dir / f"n{n}.json").write_text(json.dumps(result, indent=2) + "\n")
+    (results_dir / f"n{n}-plans.txt").write_text(
+        "\n\n".join(f"== {case}\n{plan}" for case, plan in plans.items()) + "\n"
+    )
 
 
 if __name__ == "__main__":

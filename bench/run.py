@@ -9,7 +9,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
@@ -28,7 +29,7 @@ from bench.langgraph_store import open_store
 from bench.proposals import measure_proposals
 from bench.rawsql import RawSql
 from bench.server import Database, embedded_postgres, engram_serve
-from bench.stats import Probe, measure, measure_paired, summary, timed
+from bench.stats import Probe, measure, measure_in_blocks, measure_paired, summary, timed
 from bench.truth import ExactNeighbours
 
 MODES = ("keyword", "vector", "hybrid")
@@ -420,7 +421,22 @@ class Clock:
         return {phase: round(seconds, 1) for phase, seconds in self._seconds.items()}
 
 
-async def run_one(n: int, query_count: int, seed: int) -> tuple[dict[str, Any], dict[str, str]]:
+@dataclass(frozen=True)
+class Stand:
+    """A measured run's service, still live: the growth cases ask it and a larger one in turn."""
+
+    n: int
+    http: EngramHttp
+    corpus: list[CorpusItem]
+    queries: QuerySet
+
+
+@asynccontextmanager
+async def measured_run(
+    n: int, query_count: int, seed: int
+) -> AsyncIterator[tuple[dict[str, Any], dict[str, str], Stand]]:
+    """Measure everything at ``n``; yield the results, the query plans and the service, which stays
+    up (its database too) until the context ends."""
     started = time.perf_counter()
     clock = Clock()
     say(f"N={n}: building the corpus (seed {seed})")
@@ -532,6 +548,12 @@ async def run_one(n: int, query_count: int, seed: int) -> tuple[dict[str, Any], 
                         )
                         clock.lap("statement shapes")
                         profile = await plans(raw, embedder, queries)
+                        clock.lap("plans")
+                        result["phases_s"] = clock.phases
+                        result["duration_s"] = round(time.perf_counter() - started, 1)
+                        result["machine"]["load_average_end"] = [round(x, 2) for x in os.getloadavg()]
+                        say(f"N={n}: done in {result['duration_s']:.0f} s")
+                        yield result, profile, Stand(n, http, corpus, queries)
                     finally:
                         await raw_conn.close()
                         await raw_second.close()
@@ -539,9 +561,54 @@ async def run_one(n: int, query_count: int, seed: int) -> tuple[dict[str, Any], 
                             await connection.close()
                         await raw_indexing.close()
                         await exact_conn.close()
-    clock.lap("plans and stop")
-    result["phases_s"] = clock.phases
-    result["duration_s"] = round(time.perf_counter() - started, 1)
-    result["machine"]["load_average_end"] = [round(x, 2) for x in os.getloadavg()]
-    say(f"N={n}: done in {result['duration_s']:.0f} s")
-    return result, profile
+
+
+async def growth_cases(small: Stand, large: Stand, seed: int) -> dict[str, Any]:
+    """Every p50 of the growth target (each fetch case, recall, list, get, explore) at both sizes,
+    the two services asked in turn, ten calls at a time (``measure_in_blocks``).
+
+    Each size's own run measured it minutes apart from the other, and the shared machine's pace
+    drifts by more than the target's margin over minutes: between the two runs of one bench
+    (twentieth session) raw vector/none went 1.36 -> 4.77 ms in one and 3.43 -> 5.31 in another.
+    """
+    queries = small.queries
+    if queries != large.queries:
+        raise ValueError("the growth cases ask both sizes the same questions")
+    say(f"growth: N={small.n:,} and N={large.n:,} asked in turn")
+    out: dict[str, Any] = {"sizes": [small.n, large.n], "block": 10}
+    out["started_at"] = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    stands = {str(small.n): small, str(large.n): large}
+    count = len(queries.questions)
+
+    async def paired(name: str, calls: dict[str, list[Callable[[], Awaitable[Any]]]]) -> None:
+        progress = bar(sum(len(c) for c in calls.values()), f"growth {name} ({', '.join(calls)} in turn)")
+        try:
+            measured = await measure_in_blocks({k: [ticking(c, progress) for c in v] for k, v in calls.items()})
+        finally:
+            progress.close()
+        out[name] = measured
+        say(f"growth {name}: p50 " + " -> ".join(f"{m['p50']:.2f}" for m in measured.values()) + " ms")
+
+    for mode in MODES:
+        for variant in VARIANTS:
+            filters = [wire_filter(variant, t, s) for t, s in zip(queries.tags, queries.subtrees, strict=True)]
+            pairs = list(zip(queries.questions, filters, strict=True))
+            await paired(
+                f"{mode}/{variant}",
+                {
+                    k: [lambda q=q, f=f, s=s, m=mode: s.http.fetch(q, m, f, PAGE) for q, f in pairs]
+                    for k, s in stands.items()
+                },
+            )
+    await paired(
+        "recall", {k: [lambda q=q, s=s: s.http.recall(q) for q in queries.questions] for k, s in stands.items()}
+    )
+    await paired("list_first", {k: [lambda s=s: s.http.list_page(None)] * count for k, s in stands.items()})
+    deep = {k: await walk_to_deep_page(None, s.http.list_page, deep_pages(len(s.corpus))) for k, s in stands.items()}
+    await paired("list_deep", {k: [lambda s=s, d=deep[k]: s.http.list_page(d)] * count for k, s in stands.items()})
+    rng = random.Random(seed + 300)
+    ids = {k: [[c.id for c in rng.sample(s.corpus, 100)] for _ in range(count)] for k, s in stands.items()}
+    await paired("get_100", {k: [lambda s=s, i=i: s.http.get(i) for i in ids[k]] for k, s in stands.items()})
+    reps = explore_reps(count)
+    await paired("explore_tag", {k: [s.http.explore_tags] * reps for k, s in stands.items()})
+    return out

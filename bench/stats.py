@@ -111,6 +111,33 @@ async def measure_paired(
     return {name: (summary(samples[name]), results[name]) for name in names}
 
 
+async def measure_in_blocks(
+    calls: Mapping[str, Sequence[Callable[[], Awaitable[Any]]]], *, block: int = 10, warmup: int = 10
+) -> dict[str, dict[str, float]]:
+    """Each system's calls ``block`` at a time, the systems taking turns block by block (who goes
+    first alternating); the summary of each system's timed calls.
+
+    For one service at two sizes (the growth cases, run.growth_cases): alternating call by call
+    would have each answer find the other store's pages in the CPU's caches, which a service
+    answering its own traffic does not; blocks of ten keep a store's own locality and are still
+    timed within a second of each other's, however the shared machine's pace drifts over minutes.
+    """
+    names = list(calls)
+    length = len(next(iter(calls.values()), []))
+    if any(len(c) != length for c in calls.values()):
+        raise ValueError("every system needs the same number of calls")
+    for i in range(min(warmup, length)):
+        for name in names:
+            await calls[name][i]()
+    samples: dict[str, list[float]] = {name: [] for name in names}
+    for turn, start in enumerate(range(0, length, block)):
+        for name in names if turn % 2 == 0 else names[::-1]:
+            for call in calls[name][start : start + block]:
+                elapsed, _ = await timed(call)
+                samples[name].append(elapsed)
+    return {name: summary(samples[name]) for name in names}
+
+
 class Probe:
     """A call timed each time it is run (``measure``'s ``between``): the floor in the rhythm of real requests."""
 
