@@ -63,6 +63,7 @@ from app.engine.postgres.statements import (
     HNSW_EF_SEARCH,
     HNSW_EF_SEARCH_FILTERED,
     INSERT_ITEMS,
+    INSERT_ITEMS_COLUMNS,
     LOCK_IDS,
     QUEUE_VECTORS,
     TERM_STATISTICS,
@@ -96,9 +97,6 @@ class ItemRow(NamedTuple):
     confidence: float | None
     observed_at: str | None
     source_kind: str
-
-
-INSERT_ITEMS_COLUMNS = ("ids", "kinds", "nss", "texts", "metas", "items", "conf", "obs", "srcs")
 
 
 def item_row(item: StoredItem, text: str) -> ItemRow:

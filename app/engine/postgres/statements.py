@@ -116,6 +116,8 @@ INSERT_ITEMS = """
     ON CONFLICT (id) DO NOTHING
     RETURNING id
 """
+# INSERT_ITEMS's parameters, one array each, in the order of engine.ItemRow's fields.
+INSERT_ITEMS_COLUMNS = ("ids", "kinds", "nss", "texts", "metas", "items", "conf", "obs", "srcs")
 
 # A write queues its vectors in the backlog (migration 0004), unindexed, and says how many wait
 # there now, its own included (the count does not see the rows this statement adds); the indexer
