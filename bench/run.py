@@ -36,6 +36,11 @@ MODES = ("keyword", "vector", "hybrid")
 VARIANTS = ("none", "tag", "subtree")
 BATCH = 100
 PAGE = 10
+GET_IDS = 100  # distinct ids a get asks for
+
+
+def utc_stamp() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def say(message: str) -> None:
@@ -211,23 +216,32 @@ async def walk_to_deep_page(first: Any, step: Callable[[Any], Awaitable[tuple[li
     return state
 
 
+async def operation_calls(
+    http: EngramHttp, corpus: list[CorpusItem], queries: QuerySet, rng: random.Random
+) -> dict[str, list[Callable[[], Awaitable[Any]]]]:
+    """The calls each operation besides fetch is timed with (recall, list, get, explore), for one service."""
+    count = len(queries.questions)
+    deep = await walk_to_deep_page(None, http.list_page, deep_pages(len(corpus)))
+    id_sets = [[c.id for c in rng.sample(corpus, GET_IDS)] for _ in range(count)]
+    return {
+        "recall": [lambda q=q: http.recall(q) for q in queries.questions],
+        "list_first": [lambda: http.list_page(None)] * count,
+        "list_deep": [lambda: http.list_page(deep)] * count,
+        "get_100": [lambda ids=ids: http.get(ids) for ids in id_sets],
+        "explore_tag": [http.explore_tags] * explore_reps(count),
+    }
+
+
 async def engram_suite(http: EngramHttp, corpus: list[CorpusItem], queries: QuerySet, rng: random.Random) -> dict:
     count = len(queries.questions)
     out: dict[str, Any] = {}
     out["floor"], _ = await run_calls([http.floor] * count, "engram floor")
     say(f"engram floor (GET /v1/engine): p50 {out['floor']['p50']:.2f} ms")
-    out["recall"], _ = await run_calls([lambda q=q: http.recall(q) for q in queries.questions], "engram recall")
-    out["list_first"], _ = await run_calls([lambda: http.list_page(None)] * count, "engram list first")
-    deep = await walk_to_deep_page(None, http.list_page, deep_pages(len(corpus)))
-    out["list_deep"], _ = await run_calls([lambda: http.list_page(deep)] * count, "engram list deep")
-    id_sets = [[c.id for c in rng.sample(corpus, 100)] for _ in range(count)]
-    out["get_100"], got = await run_calls([lambda ids=ids: http.get(ids) for ids in id_sets], "engram get")
-    short = [(len(g), len(ids)) for g, ids in zip(got, id_sets, strict=True) if len(g) != len(ids)]
-    if short:
-        raise RuntimeError(f"get answered fewer ids than asked for: {short[:5]}")
-    out["explore_tag"], _ = await run_calls([http.explore_tags] * explore_reps(count), "engram explore")
-    for key in ("recall", "list_first", "list_deep", "get_100", "explore_tag"):
-        say(f"engram {key}: p50 {out[key]['p50']:.2f} ms, p95 {out[key]['p95']:.2f} ms")
+    for operation, calls in (await operation_calls(http, corpus, queries, rng)).items():
+        out[operation], results = await run_calls(calls, f"engram {operation}")
+        say(f"engram {operation}: p50 {out[operation]['p50']:.2f} ms, p95 {out[operation]['p95']:.2f} ms")
+        if operation == "get_100" and any(len(got) != GET_IDS for got in results):
+            raise RuntimeError(f"get answered fewer ids than asked for: {[len(g) for g in results][:5]}")
     return out
 
 
@@ -449,7 +463,7 @@ async def measured_run(
     result["vector_indexers"] = rawsql.INDEXERS
     result["raw_shares_database"] = True
     result["truth"] = "numpy"
-    result["started_at"] = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    result["started_at"] = utc_stamp()
     clock.lap("corpus")
     session = {
         **rawsql.ENGINE_SESSION,
@@ -576,9 +590,8 @@ async def growth_cases(small: Stand, large: Stand, seed: int) -> dict[str, Any]:
         raise ValueError("the growth cases ask both sizes the same questions")
     say(f"growth: N={small.n:,} and N={large.n:,} asked in turn")
     out: dict[str, Any] = {"sizes": [small.n, large.n], "block": 10}
-    out["started_at"] = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    out["started_at"] = utc_stamp()
     stands = {str(small.n): small, str(large.n): large}
-    count = len(queries.questions)
 
     async def paired(name: str, calls: dict[str, list[Callable[[], Awaitable[Any]]]]) -> None:
         progress = bar(sum(len(c) for c in calls.values()), f"growth {name} ({', '.join(calls)} in turn)")
@@ -600,15 +613,8 @@ async def growth_cases(small: Stand, large: Stand, seed: int) -> dict[str, Any]:
                     for k, s in stands.items()
                 },
             )
-    await paired(
-        "recall", {k: [lambda q=q, s=s: s.http.recall(q) for q in queries.questions] for k, s in stands.items()}
-    )
-    await paired("list_first", {k: [lambda s=s: s.http.list_page(None)] * count for k, s in stands.items()})
-    deep = {k: await walk_to_deep_page(None, s.http.list_page, deep_pages(len(s.corpus))) for k, s in stands.items()}
-    await paired("list_deep", {k: [lambda s=s, d=deep[k]: s.http.list_page(d)] * count for k, s in stands.items()})
     rng = random.Random(seed + 300)
-    ids = {k: [[c.id for c in rng.sample(s.corpus, 100)] for _ in range(count)] for k, s in stands.items()}
-    await paired("get_100", {k: [lambda s=s, i=i: s.http.get(i) for i in ids[k]] for k, s in stands.items()})
-    reps = explore_reps(count)
-    await paired("explore_tag", {k: [s.http.explore_tags] * reps for k, s in stands.items()})
+    calls = {k: await operation_calls(s.http, s.corpus, queries, rng) for k, s in stands.items()}
+    for operation in calls[str(small.n)]:
+        await paired(operation, {k: calls[k][operation] for k in stands})
     return out

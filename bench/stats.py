@@ -91,15 +91,10 @@ async def measure_paired(
     outside its time. The order of each turn is ``turn_order``'s.
     """
     names = list(calls)
-    length = len(next(iter(calls.values()), []))
-    if any(len(c) != length for c in calls.values()):
-        raise ValueError("every system needs the same number of calls")
+    length = await _warm_up(calls, warmup)
     after = after or {}
     samples: dict[str, list[float]] = {name: [] for name in names}
     results: dict[str, list[Any]] = {name: [] for name in names}
-    for i in range(min(warmup, length)):
-        for name in names:
-            await calls[name][i]()
     for i in range(length):
         for name in turn_order(names, i):
             elapsed, result = await timed(calls[name][i])
@@ -123,12 +118,7 @@ async def measure_in_blocks(
     timed within a second of each other's, however the shared machine's pace drifts over minutes.
     """
     names = list(calls)
-    length = len(next(iter(calls.values()), []))
-    if any(len(c) != length for c in calls.values()):
-        raise ValueError("every system needs the same number of calls")
-    for i in range(min(warmup, length)):
-        for name in names:
-            await calls[name][i]()
+    length = await _warm_up(calls, warmup)
     samples: dict[str, list[float]] = {name: [] for name in names}
     for turn, start in enumerate(range(0, length, block)):
         for name in names if turn % 2 == 0 else names[::-1]:
@@ -136,6 +126,17 @@ async def measure_in_blocks(
                 elapsed, _ = await timed(call)
                 samples[name].append(elapsed)
     return {name: summary(samples[name]) for name in names}
+
+
+async def _warm_up(calls: Mapping[str, Sequence[Callable[[], Awaitable[Any]]]], warmup: int) -> int:
+    """Each system's first ``warmup`` calls, untimed, in turn; how many calls each system has."""
+    length = len(next(iter(calls.values()), []))
+    if any(len(c) != length for c in calls.values()):
+        raise ValueError("every system needs the same number of calls")
+    for i in range(min(warmup, length)):
+        for name in calls:
+            await calls[name][i]()
+    return length
 
 
 class Probe:
