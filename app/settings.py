@@ -41,7 +41,7 @@ class Settings(BaseSettings):
     # at 5.1 ms. Half-precision index (m 16, ef_construction 40), 100 queries: ef 250 0.963 / 0.892 / 0.913
     # at 4.7 / 11.7 / 8.6 ms, ef 300 0.975 / 0.902 / 0.915 at 4.9 / 9.4 / 8.2 ms, ef 400 0.981 / 0.913 /
     # 0.932 at 6.4 / 11.2 / 9.6 ms. The bench's incrementally built 100k graph gave 0.895 / 0.904 filtered
-    # at 300 and 0.909 / 0.912 at 400 (bench/analysis.md). Fourth session, 200 queries on a bulk-built
+    # at 300 and 0.909 / 0.912 at 400 (bench/HISTORY.md). Fourth session, 200 queries on a bulk-built
     # 100k graph, two builds: unfiltered ef 200 0.952-0.956 (4.1-5.4 ms), 300 0.970-0.975 (6.4-7.2 ms),
     # 400 0.979-0.982 (7.7-12.9 ms); filtered ef 400 0.905-0.911 (8.6-13.4 ms), 600 0.928 (11.8-12.9 ms).
     # So 300 unfiltered (0.97, a margin over 0.95) and 500 filtered (a margin over 0.9). Sixth session: the
@@ -59,7 +59,7 @@ class Settings(BaseSettings):
     # Each waiting vector costs every vector search a little (an exact distance and a join): ~1 ms at 500.
     vector_backlog_limit: int = Field(default=500, ge=0)
     # Background workers moving queued vectors into the HNSW index, a database connection (and, while
-    # there is a backlog, a core) each. Measured in app/engine/postgres/indexer.py and bench/analysis.md.
+    # there is a backlog, a core) each. Measured in app/engine/postgres/indexer.py and bench/HISTORY.md.
     vector_indexers: int = Field(default=2, ge=1)
 
     # HTTP.

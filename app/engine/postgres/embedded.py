@@ -24,7 +24,7 @@ def auto_shared_buffers(memory_bytes: int | None) -> str:
 
     PostgreSQL's own default, 128 MB, is below one 100k-item memory (~400 MB with its
     indexes): at 100k the bench measured keyword p95 with a tag filter 30 -> 18 ms, raw
-    SQL, once the items fit (bench/analysis.md).
+    SQL, once the items fit (bench/HISTORY.md).
     """
     if not memory_bytes:
         return "128MB"

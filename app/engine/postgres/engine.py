@@ -217,7 +217,7 @@ def built(model: type[Model], values: dict[str, Any]) -> Model:
 def meta_of(stored: dict[str, Any]) -> Meta:
     """Meta from the JSON this engine wrote, validated on the way in: built, not re-validated.
 
-    bench/analysis.md (10k, item 1): ``Meta.model_validate`` per row cost 1.4 ms per 100 hits.
+    bench/HISTORY.md (10k, item 1): ``Meta.model_validate`` per row cost 1.4 ms per 100 hits.
     """
     fields: dict[str, Any] = dict(stored)
     if "source" in fields:
@@ -538,7 +538,7 @@ class PostgresEngine:
         """A read on a pooled connection, sent through asyncpg itself, in one round trip.
 
         SQLAlchemy keeps the pools (closed connections replaced, limits); the statement goes
-        straight to the driver's prepared-statement cache. bench/analysis.md (10k, item 1):
+        straight to the driver's prepared-statement cache. bench/HISTORY.md (10k, item 1):
         SQLAlchemy's execute cost 0.34 ms a statement against asyncpg's 0.045. ``generic_plan``
         takes the connection from the pool that reuses one plan per statement (plans_generic).
         """

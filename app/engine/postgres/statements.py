@@ -40,7 +40,7 @@ def positional(sql: str, params: Mapping[str, Any]) -> tuple[str, list[Any]]:
 
 # Keyword ranking is BM25-like (see keyword_ctes). Only the matches of the query's rarest
 # terms, up to KEYWORD_BUDGET estimated rows, are scored; the best KEYWORD_POOL of them
-# (topped up from the other matches when fewer) lead every ranking. At 100k (bench/analysis.md,
+# (topped up from the other matches when fewer) lead every ranking. At 100k (bench/HISTORY.md,
 # raw SQL, four runs): p50 62-74 -> ~15 ms and p95 143-155 -> 25-27 ms against scoring every
 # match, recall@10 0.90 unfiltered and 0.98 filtered; budgets 2,000 / 3,000 / 4,000 measured recall 0.80 / 0.88 / 0.93.
 KEYWORD_POOL = 300
@@ -321,7 +321,7 @@ def plans_generic(pred: Predicate) -> bool:
     generic costs no round trip, where ``SET LOCAL`` in a transaction of its own cost two
     (BEGIN with the SET, COMMIT): the keyword ranking 16.8 -> 14.9 ms p50 raw, 18.0 -> 17.5
     through HTTP (100k, thirteenth session). With a filter its values decide the plan
-    (bench/analysis.md, eighth session: the smallest namespace 14 -> 45 ms on a generic plan).
+    (bench/HISTORY.md, eighth session: the smallest namespace 14 -> 45 ms on a generic plan).
     """
     return pred.admits_all
 
@@ -542,7 +542,7 @@ def keyword_sql(pred: Predicate, keywords: KeywordQuery, *, depth: int) -> str:
 # ef_construction 80 (migration 0007; twelfth session, the bench's 10k + 100k run, graph grown by inserts,
 # two indexers): 100k ingest 227 -> 265 items/s (1.51x -> 1.76x LangGraph's, same machine state), recall
 # 0.967 / 0.930 / 0.933 -> 0.963 / 0.919 / 0.930 at the same ef_search, vector p50 the same within noise.
-# 64 left filtered recall at 0.904 / 0.920 on a bulk-built graph, too near 0.9 (bench/analysis.md).
+# 64 left filtered recall at 0.904 / 0.920 on a bulk-built graph, too near 0.9 (bench/HISTORY.md).
 HNSW_INDEX = "engram_embeddings_hnsw"
 HNSW_M = 16
 HNSW_EF_CONSTRUCTION = 80
