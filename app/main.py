@@ -49,6 +49,8 @@ def create_app(settings: Settings | None = None, engine_factory: EngineFactory =
         docs_url=None,
         redoc_url=None,
         openapi_url=None,
+        # A route spelled with a trailing slash does not exist: a 404 envelope, not a bodiless 307 (contract §7).
+        redirect_slashes=False,
     )
     app.include_router(router)
     errors.install(app)

@@ -48,7 +48,9 @@ def read_body(body: bytes, content_type: str | None) -> Any:
     if not content_type or not is_json(content_type):
         return body
     try:
-        return json.loads(body)
+        # UTF-8 only (RFC 8259; a byte order mark is ignored): json.loads on bytes would also guess
+        # UTF-16 and UTF-32.
+        return json.loads(body.decode("utf-8-sig"))
     except json.JSONDecodeError as error:
         problem = {"type": "json_invalid", "loc": ("body", error.pos), "msg": "JSON decode error", "input": {}}
         raise RequestValidationError([{**problem, "ctx": {"error": error.msg}}], body=error.doc) from None
@@ -74,7 +76,8 @@ class JsonBodyRoute(APIRoute):
                 body = adapter.validate_python(value, from_attributes=True)
             except ValidationError as error:
                 problems = error.errors(include_url=False)
-                raise RequestValidationError([{**p, "loc": ("body", *p["loc"])} for p in problems]) from None
+                located = [{**p, "loc": ("body", *p["loc"])} for p in problems]
+                raise RequestValidationError(located, body=value) from None
             return await endpoint(body, await engine_of(request))
 
         return handler

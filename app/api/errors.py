@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -17,34 +19,71 @@ def request_id_of(request: Request) -> str:
     return request.scope.get("state", {}).get("request_id") or new_request_id()
 
 
-def _field(location: tuple[Any, ...] | list[Any]) -> str:
-    path = ""
-    for part in location:
-        if part == "body":
-            continue
+_UNKNOWN: Any = object()  # the body a problem was found in, when the error does not carry it
+_QUOTED = re.compile(r"('[^']*')")
+_SHAPE = frozenset({"missing", "extra_forbidden", "model_type", "dict_type"})
+
+
+def _walk(location: Sequence[Any], body: Any) -> tuple[str, tuple[str, str] | None]:
+    """The field a problem is at, as the client wrote it, and the plain union member it was found in.
+
+    Pydantic's location also names the union member it tried (an item's ``type``, a model's class
+    name), which the client never wrote: a name that is not a key of the object at hand is one,
+    unless it is the last (a missing field). Without the body, class names (capitalised) are dropped.
+    """
+    parts = list(location[1:]) if location[:1] in (("body",), ["body"]) else list(location)
+    path, node, member = "", body, None
+    for index, part in enumerate(parts):
         if isinstance(part, int):
             path += f"[{part}]"
+            node = node[part] if isinstance(node, list) and 0 <= part < len(node) else _UNKNOWN
+            continue
+        if node is _UNKNOWN:
+            if part[:1].isupper():
+                continue
+        elif isinstance(node, dict) and part in node:
+            node = node[part]
+        elif index < len(parts) - 1 or not isinstance(node, dict):
+            if member is None and part[:1].isupper():
+                member = (path, part)
+            continue
         else:
-            path += f".{part}" if path else str(part)
-    return path or "body"
+            node = _UNKNOWN
+        path += f".{part}" if path else str(part)
+    return path or "body", member
+
+
+def _lowercase(message: str) -> str:
+    """Pydantic's words in lowercase; a value it quotes from the request keeps its case (contract §7)."""
+    return "".join(piece if _QUOTED.fullmatch(piece) else piece.lower() for piece in _QUOTED.split(message))
 
 
 def _problems(error: RequestValidationError) -> list[dict[str, str]]:
-    problems = []
+    body = getattr(error, "body", None)
+    found = []
     for issue in error.errors():
         kind = issue.get("type", "")
+        field, member = _walk(issue.get("loc", ()), _UNKNOWN if body is None else body)
         if kind == "json_invalid":
-            problem = "the body is not valid json"
+            field, problem = "body", "the body is not valid json"
         elif kind == "missing":
             problem = "field required"
         elif kind == "extra_forbidden":
             problem = "unknown field"
         else:
-            problem = str(issue.get("msg", "invalid value")).lower()
-        # Pydantic puts union member names in the location; they mean nothing to a client.
-        location = [p for p in issue.get("loc", ()) if not (isinstance(p, str) and p[:1].isupper())]
-        problems.append({"field": _field(location), "problem": problem.rstrip(".")})
-    return problems
+            problem = _lowercase(str(issue.get("msg", "invalid value")))
+        if kind in ("union_tag_invalid", "union_tag_not_found"):
+            tag = str(issue.get("ctx", {}).get("discriminator", "")).strip("'")
+            field = f"{field}.{tag}" if field != "body" else tag
+        found.append((member, kind, {"field": field, "problem": problem.rstrip(".")}))
+    # Of a plain union's members, keep the problems of those the body's shape fits best: a text body
+    # given a number is that problem, not also a uri body missing its uri.
+    misfits: dict[tuple[str, str], int] = {}
+    for member, kind, _ in found:
+        if member is not None:
+            misfits[member] = misfits.get(member, 0) + (kind in _SHAPE)
+    best = {where: min(n for (w, _), n in misfits.items() if w == where) for where, _ in misfits}
+    return [problem for member, _, problem in found if member is None or misfits[member] == best[member[0]]]
 
 
 async def on_validation_error(request: Request, error: Exception) -> Response:

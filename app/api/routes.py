@@ -89,6 +89,13 @@ async def health(engine: Engine) -> JSONResponse:
     return JSONResponse(state.model_dump(exclude_none=True), status_code=200 if state.is_serving else 503)
 
 
+@router.head("/health", include_in_schema=False)
+async def health_probe(engine: Engine) -> Response:
+    """The status of ``GET /v1/health`` without its body, for probes that ask with HEAD."""
+    state = await engine.health()
+    return Response(status_code=200 if state.is_serving else 503)
+
+
 @router.get("/errors", response_model=ErrorCatalogue, operation_id="errors", responses=documented(401))
 async def errors() -> Response:
     """Every error code with its HTTP status, whether it is retryable, and one sentence."""

@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     PlainSerializer,
     Strict,
     model_validator,
 )
+from pydantic_core import PydanticCustomError
 
 from app.contract.errors import InvalidRequest
 from app.contract.limits import DEFAULT_LIMITS, Limits
@@ -48,9 +51,26 @@ def format_instant(value: datetime) -> str:
     return text + "Z"
 
 
+# RFC 3339's date-time (section 5.6; "T" and "Z" in either case, or a space between date and time,
+# as its note allows), ASCII digits only. Pydantic's own parsing also takes numbers as Unix times
+# and looser strings (no seconds, "+0100"), which the contract does not.
+_RFC3339 = re.compile(
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt ][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?([Zz]|[+-][0-9]{2}:[0-9]{2})"
+)
+
+
+def _rfc3339(value: Any) -> Any:
+    if isinstance(value, datetime) or (isinstance(value, str) and _RFC3339.fullmatch(value)):
+        return value
+    raise PydanticCustomError(
+        "datetime_type", "a timestamp is an rfc 3339 date-time string, such as 2024-05-01T10:00:00Z"
+    )
+
+
 # Any RFC 3339 form in, UTC with a Z out. Microseconds at most (pydantic truncates).
 Instant = Annotated[
     datetime,
+    BeforeValidator(_rfc3339),
     Strict(False),
     AfterValidator(_to_utc),
     PlainSerializer(format_instant, return_type=str, when_used="json"),

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, RootModel
+from pydantic import BaseModel, ConfigDict, Field, RootModel, model_validator
 
 from app.contract.errors import InvalidRequest, Unsupported
 from app.contract.items import Item, StoredItem
@@ -148,6 +148,18 @@ class ForgetRequest(RootModel[ForgetTarget]):
     """Exactly one of ``ids`` or ``filter``; neither or both does not fit the schema."""
 
     model_config = ConfigDict(strict=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _null_is_unset(cls, data: Any) -> Any:
+        # A key whose value is null is unset (contract, introduction): {"ids": [...], "filter": null},
+        # as a client that writes every optional field sends it, names one target.
+        if isinstance(data, dict) and None in data.values():
+            return {key: value for key, value in data.items() if not (key in _TARGETS and value is None)}
+        return data
+
+
+_TARGETS = frozenset({"ids", "filter"})
 
 
 class ForgetWithinRequest(Closed):

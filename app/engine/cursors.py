@@ -43,15 +43,25 @@ class CursorCodec:
         return hmac.new(self._secret, payload, hashlib.sha256).digest()[:_TAG_BYTES]
 
     def issue(self, scope: str, position: Any) -> str:
-        payload = json.dumps({"s": scope, "p": position}, separators=(",", ":")).encode()
+        return self._text(json.dumps({"s": scope, "p": position}, separators=(",", ":")).encode())
+
+    def _text(self, payload: bytes) -> str:
         return f"{_b64(payload)}.{_b64(self._tag(payload))}"
+
+    def resume(self, cursor: str | None, scope: str, start: Any) -> Any:
+        """Where a page begins: ``start`` without a cursor, else the position the cursor holds.
+
+        Only ``None`` (absent, or ``null``) means no cursor: ``""`` is a cursor this service never
+        issued, refused rather than read as a restart (contract §5)."""
+        return start if cursor is None else self.read(cursor, scope)
 
     def read(self, cursor: str, scope: str) -> Any:
         """The position the cursor holds; ``invalid_request`` for a cursor not ours or not for this request."""
         try:
             body, tag = cursor.split(".")
             payload = _unb64(body)
-            valid = hmac.compare_digest(_unb64(tag), self._tag(payload))
+            # Byte for byte as issued: base64 decoding forgives padding and the standard alphabet.
+            valid = hmac.compare_digest(_unb64(tag), self._tag(payload)) and cursor == self._text(payload)
         except (ValueError, UnicodeError):
             valid = False
         if not valid:

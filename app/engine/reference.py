@@ -118,6 +118,7 @@ class ReferenceEngine:
         return None
 
     async def store(self, item: StoredItem) -> StoreReceipt:
+        item.validate(self._limits)  # refused in the item's own words, not as items[0] of a batch never sent
         return (await self.store_many([item]))[0]
 
     async def store_many(self, items: list[StoredItem]) -> list[StoreReceipt]:
@@ -142,7 +143,7 @@ class ReferenceEngine:
         self.descriptor.ensure_mode(request.mode)
         request = request.validate(self._limits)
         scope = scope_of(request.query, request.mode, request.filter)
-        offset = self._cursors.read(request.cursor, scope) if request.cursor else 0
+        offset = self._cursors.resume(request.cursor, scope, 0)
         ranked = await self._rank(request.query, request.mode, request.filter)
         page = ranked[offset : offset + request.limit]
         more = offset + request.limit < len(ranked)
@@ -180,7 +181,7 @@ class ReferenceEngine:
     async def list(self, request: ListRequest) -> ListPage:
         request = request.validate(self._limits)
         scope = scope_of("list", request.filter)
-        after = self._cursors.read(request.cursor, scope) if request.cursor else 0
+        after = self._cursors.resume(request.cursor, scope, 0)
         rows = [(i, r) for i, r in self._admitted(request.filter) if r.seq > after]
         page = rows[: request.limit]
         more = len(rows) > request.limit

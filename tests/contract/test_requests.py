@@ -371,11 +371,21 @@ def test_null_in_an_item_means_unset() -> None:
         (FetchRequest, {"query": None, "mode": "keyword", "limit": 1}),
         (GetRequest, {"ids": None}),
         (ForgetWithinRequest, {"ids": [ID], "reach": None}),
-        (ForgetRequest, {"ids": [ID], "filter": None}),  # both keys present: still not exactly one
-        (ForgetRequest, {"filter": None}),
+        (ForgetRequest, {"filter": None}),  # no target once null is unset
+        (ForgetRequest, {"ids": None, "filter": None}),
         (StoreManyRequest, {"items": None}),
     ],
 )
 def test_null_for_a_required_field_is_still_refused(model: type[BaseModel], data: dict[str, Any]) -> None:
     with pytest.raises(ValidationError):
         parse(model, data)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [{"ids": [ID], "filter": None}, {"ids": None, "filter": {"kinds": ["document"]}}],
+)
+def test_a_null_forget_target_is_unset(data: dict[str, Any]) -> None:
+    """A client that writes every optional field sends the other target as null: one target, not two."""
+    named = {key: value for key, value in data.items() if value is not None}
+    assert parse(ForgetRequest, data) == parse(ForgetRequest, named)

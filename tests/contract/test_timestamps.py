@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
@@ -53,10 +54,34 @@ def test_meta_reads_any_rfc3339_and_writes_utc_with_z(given: str, written: str) 
     assert wire_dict(hit)["meta"]["observed_at"] == written
 
 
-@pytest.mark.parametrize("given", ["2024-05-01T10:00:00", "2024-05-01", "yesterday", "2024-13-01T00:00:00Z"])
+@pytest.mark.parametrize(
+    "given",
+    [
+        '"2024-05-01T10:00:00"',
+        '"2024-05-01"',
+        '"yesterday"',
+        '"2024-13-01T00:00:00Z"',
+        # What pydantic would read but RFC 3339 does not write (the contract takes RFC 3339 only):
+        "1700000000",  # a number, read as Unix seconds
+        "1700000000.5",
+        '"1700000000"',
+        '"2024-05-01T10:00Z"',  # no seconds
+        '"2024-05-01T10:00:00+0100"',  # offset without its colon
+        '"2024-05-01T10:00:00,5Z"',  # decimal comma
+        '"2024-05-01T10:00:00.Z"',  # a point without digits
+        '"２０２４-05-01T10:00:00Z"',  # digits that are not ASCII
+    ],
+)
 def test_a_timestamp_without_an_offset_or_not_a_timestamp_is_refused(given: str) -> None:
     with pytest.raises(ValidationError):
-        Meta.model_validate_json(f'{{"observed_at": "{given}"}}')
+        Meta.model_validate_json(f'{{"observed_at": {given}}}')
+    with pytest.raises(ValidationError):
+        Meta.model_validate({"observed_at": json.loads(given)})
+
+
+@pytest.mark.parametrize("given", ["2024-05-01 10:00:00Z", "2024-05-01t10:00:00z", "2024-05-01T10:00:00-00:00"])
+def test_the_forms_rfc3339_allows_are_read(given: str) -> None:
+    assert wire_dict(Meta.model_validate({"observed_at": given})) == {"observed_at": "2024-05-01T10:00:00Z"}
 
 
 def test_the_held_instant_is_utc() -> None:

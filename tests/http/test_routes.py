@@ -165,7 +165,10 @@ async def test_store_many_size_bounds(client: httpx.AsyncClient, count: int) -> 
     ],
 )
 async def test_store_refusals_are_400(client: httpx.AsyncClient, item: dict[str, Any]) -> None:
-    assert_envelope(await client.post("/v1/store", json=item), 400, "invalid_request")
+    envelope = assert_envelope(await client.post("/v1/store", json=item), 400, "invalid_request")
+    assert "items[" not in envelope["message"]  # one item was sent, not a batch
+    many = assert_envelope(await client.post("/v1/store_many", json={"items": [item]}), 400, "invalid_request")
+    assert many["message"] == envelope["message"].replace("invalid request: ", "invalid request: items[0]: ")
 
 
 async def test_nan_confidence_is_400(client: httpx.AsyncClient) -> None:
@@ -235,6 +238,22 @@ async def test_bad_cursor_is_400(client: httpx.AsyncClient) -> None:
     assert_envelope(response, 400, "invalid_request")
 
 
+async def test_an_empty_or_respelled_cursor_is_400_not_a_restart(client: httpx.AsyncClient) -> None:
+    await store_all(client)
+    fetch = {"query": "anything", "mode": "vector", "limit": 1}
+    for route, request in (("/v1/fetch", fetch), ("/v1/list", {"limit": 1})):
+        issued = (await client.post(route, json=request)).json()["next_cursor"]
+        assert (await client.post(route, json={**request, "cursor": issued})).status_code == 200
+        body, tag = issued.split(".")
+        respelled = [
+            "",
+            f"{body}.{tag}=",  # base64 padding the service never writes
+            f"{body}.{tag.replace('-', '+').replace('_', '/')}" if {"-", "_"} & set(tag) else f"{body}=.{tag}",
+        ]
+        for cursor in respelled:
+            assert_envelope(await client.post(route, json={**request, "cursor": cursor}), 400, "invalid_request")
+
+
 @pytest.mark.parametrize(
     ("body", "field"),
     [
@@ -244,6 +263,7 @@ async def test_bad_cursor_is_400(client: httpx.AsyncClient) -> None:
         ({"query": "x", "mode": "keyword", "limit": 5, "colour": "red"}, "colour"),
         ({"query": "x", "mode": "keyword", "limit": 5, "filter": {"kinds": ["memo"]}}, "filter.kinds[0]"),
         ({"query": 5, "mode": "keyword", "limit": 5}, "query"),
+        ({"query": "x", "mode": "keyword", "limit": 5, "Colour": "red"}, "Colour"),
     ],
 )
 async def test_fetch_shape_errors_are_422_naming_the_field(
@@ -251,6 +271,34 @@ async def test_fetch_shape_errors_are_422_naming_the_field(
 ) -> None:
     envelope = assert_envelope(await client.post("/v1/fetch", json=body), 422, "invalid_request")
     assert field in [d["field"] for d in envelope["details"]]
+
+
+@pytest.mark.parametrize(
+    ("route", "body", "fields"),
+    [
+        # The item's own `body` field, not dropped as if it were the request's; only the member it fits.
+        ("/v1/store", {"type": "document", "body": {"text": 5}}, ["body.text"]),
+        ("/v1/store", {**LEARNING, "kind": "opinion"}, ["kind"]),  # no union tag in the path
+        ("/v1/store", {**LEARNING, "type": "memo"}, ["type"]),
+        ("/v1/store", {**LEARNING, "Extra": 1}, ["Extra"]),
+        ("/v1/store", {**LEARNING, "meta": {"observed_at": 1700000000}}, ["meta.observed_at"]),
+        ("/v1/store_many", {"items": [LEARNING, {**LEARNING, "bad": 1}]}, ["items[1].bad"]),
+        ("/v1/forget", {"ids": 5}, ["ids"]),
+    ],
+)
+async def test_shape_errors_name_the_fields_as_the_client_wrote_them(
+    client: httpx.AsyncClient, route: str, body: dict[str, Any], fields: list[str]
+) -> None:
+    envelope = assert_envelope(await client.post(route, json=body), 422, "invalid_request")
+    assert [d["field"] for d in envelope["details"]] == fields
+
+
+async def test_a_quoted_value_keeps_its_case_in_a_422(client: httpx.AsyncClient) -> None:
+    envelope = assert_envelope(
+        await client.post("/v1/store", json={**LEARNING, "type": "MEMO"}), 422, "invalid_request"
+    )
+    [detail] = envelope["details"]
+    assert "'MEMO'" in detail["problem"] and detail["problem"].startswith("input tag")
 
 
 @pytest.mark.parametrize(
@@ -271,6 +319,16 @@ async def test_bad_json_is_422(client: httpx.AsyncClient) -> None:
     response = await client.post("/v1/fetch", content=b'{"query": ', headers={"content-type": "application/json"})
     envelope = assert_envelope(response, 422, "invalid_request")
     assert envelope["details"]
+
+
+async def test_a_body_that_is_not_utf8_json_is_422(client: httpx.AsyncClient) -> None:
+    headers = {"content-type": "application/json"}
+    for encoding in ("utf-16", "utf-16-le", "utf-32"):
+        response = await client.post("/v1/list", content='{"limit": 1}'.encode(encoding), headers=headers)
+        envelope = assert_envelope(response, 422, "invalid_request")
+        assert [d["field"] for d in envelope["details"]] == ["body"]
+    bom = b"\xef\xbb\xbf" + b'{"limit": 1}'  # a UTF-8 byte order mark is ignored (RFC 8259)
+    assert (await client.post("/v1/list", content=bom, headers=headers)).status_code == 200
 
 
 async def test_empty_body_is_422(client: httpx.AsyncClient) -> None:
@@ -322,9 +380,19 @@ async def test_forget_by_ids_and_by_filter(client: httpx.AsyncClient) -> None:
     assert [h["id"] for h in remaining] == [ids[1]]
 
 
-@pytest.mark.parametrize("body", [{}, {"ids": ["a"], "filter": {"kinds": ["document"]}}])
+@pytest.mark.parametrize(
+    "body", [{}, {"ids": ["a"], "filter": {"kinds": ["document"]}}, {"ids": None}, {"ids": None, "filter": None}]
+)
 async def test_forget_needs_exactly_one_target(client: httpx.AsyncClient, body: dict[str, Any]) -> None:
     assert_envelope(await client.post("/v1/forget", json=body), 422, "invalid_request")
+
+
+async def test_a_null_forget_target_is_unset(client: httpx.AsyncClient) -> None:
+    ids = await store_all(client)
+    response = await client.post("/v1/forget", json={"ids": [ids[0]], "filter": None})
+    assert response.status_code == 200 and response.json() == {"forgotten": 1}
+    response = await client.post("/v1/forget", json={"ids": None, "filter": {"kinds": ["document"]}})
+    assert response.status_code == 200 and response.json() == {"forgotten": 1}
 
 
 @pytest.mark.parametrize("body", [{"ids": []}, {"ids": [" "]}, {"filter": {}}, {"filter": {"kinds": []}}])
@@ -376,9 +444,22 @@ async def test_unknown_route_is_404_envelope(client: httpx.AsyncClient) -> None:
     assert_envelope(await client.post("/nothing/at/all", json={}), 404, "not_found")
 
 
+async def test_a_trailing_slash_is_another_route(client: httpx.AsyncClient) -> None:
+    """404 envelopes, not bodiless redirects to the route without the slash."""
+    assert_envelope(await client.get("/v1/health/"), 404, "not_found")
+    assert_envelope(await client.get("/v1/errors/"), 404, "not_found")
+    assert_envelope(await client.post("/v1/store/", json=LEARNING), 404, "not_found")
+    assert (await client.post("/v1/list", json={"limit": 1})).json() == {"items": []}
+
+
 async def test_wrong_method_is_405_envelope(client: httpx.AsyncClient) -> None:
     assert_envelope(await client.post("/v1/health"), 405, "method_not_allowed")
     assert_envelope(await client.get("/v1/fetch"), 405, "method_not_allowed")
+
+
+async def test_health_answers_head_with_its_status(client: httpx.AsyncClient) -> None:
+    response = await client.head("/v1/health")
+    assert response.status_code == 200 and response.content == b""
 
 
 async def test_body_over_the_limit_is_413(make_client: ClientFactory) -> None:

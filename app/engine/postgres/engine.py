@@ -433,6 +433,7 @@ class PostgresEngine:
     # Writes.
 
     async def store(self, item: StoredItem) -> StoreReceipt:
+        item.validate(self._limits)  # refused in the item's own words, not as items[0] of a batch never sent
         return (await self.store_many([item]))[0]
 
     async def store_many(self, items: list[StoredItem]) -> list[StoreReceipt]:
@@ -514,7 +515,7 @@ class PostgresEngine:
         self.descriptor.ensure_mode(request.mode)
         request = request.validate(self._limits)
         scope = scope_of(request.query, request.mode, request.filter)
-        offset = self._cursors.read(request.cursor, scope) if request.cursor else 0
+        offset = self._cursors.resume(request.cursor, scope, 0)
         if not isinstance(offset, int) or offset < 0:
             offset = 0
         # One row more than the page says whether there is a next page.
@@ -655,7 +656,7 @@ class PostgresEngine:
     async def list(self, request: ListRequest) -> ListPage:
         request = request.validate(self._limits)
         scope = scope_of("list", request.filter)
-        after = self._cursors.read(request.cursor, scope) if request.cursor else 0
+        after = self._cursors.resume(request.cursor, scope, 0)
         pred = filter_predicate(request.filter)
         rows = await self._rows(list_sql(pred.sql()), {"after": int(after), "count": request.limit + 1, **pred.params})
         page = rows[: request.limit]
