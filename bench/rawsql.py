@@ -17,7 +17,7 @@ import numpy as np
 
 from app.contract.meta import Filter
 from app.embeddings.wordllama import WordLlamaEmbedder
-from app.engine.fusion import fuse
+from app.engine.fusion import fuse, fusion_depth
 from app.engine.keywords import KeywordQuery
 from app.engine.postgres.engine import (
     StatisticsCache,
@@ -230,14 +230,16 @@ class RawSql:
         exact: bool = False,
         second: bool = False,
         sketches: bool = True,
+        count: int = 11,
     ) -> Statement:
-        """The keyword or vector statement of a first page (a hybrid fetch runs both, at that depth),
-        as the engine sends it; ``second``: the connection it will run on (see term_statistics);
-        without ``sketches``, a filtered vector search walks the index whatever it admits (the
-        engine before migration 0008, bench/proposals.py)."""
+        """The keyword or vector statement of a first page, as the engine sends it: ``count`` rows
+        (limit 10 and the one that says whether there is a next page; a hybrid fetch runs both to
+        fusion_depth); ``second``: the connection it will run on (see term_statistics); without
+        ``sketches``, a filtered vector search walks the index whatever it admits (the engine before
+        migration 0008, bench/proposals.py)."""
         pred = filter_predicate(request_filter)
         keywords = KeywordQuery.parse(query)
-        count, offset = 11, 0  # limit 10 + the one row that says whether there is a next page
+        offset = 0
         base = {**pred.params, "offset": offset}
         if mode == "keyword":
             return Statement(
@@ -275,22 +277,23 @@ class RawSql:
         mode: str,
         request_filter: Filter,
         vector: np.ndarray | None,
-        limit: int,
+        count: int,
         second: bool = False,
         sketches: bool = True,
     ) -> list[asyncpg.Record]:
-        """One ranking's first page and its next-page row, with the engine's exact fallback for vectors."""
+        """One ranking's first ``count`` rows (a page and its next-page row, or a hybrid fetch's depth),
+        with the engine's exact fallback for vectors."""
         if mode == "keyword":
             if KeywordQuery.parse(query).is_empty:
                 return []
-            statement = await self.fetch_statement(query, mode, request_filter, None)
+            statement = await self.fetch_statement(query, mode, request_filter, None, count=count)
             return await self.run(statement.sql, statement.params, generic_plan=statement.generic_plan, second=second)
         for exact in (False, True):
             statement = await self.fetch_statement(
-                query, mode, request_filter, vector, exact=exact, second=second, sketches=sketches
+                query, mode, request_filter, vector, exact=exact, second=second, sketches=sketches, count=count
             )
             rows = await self.run(statement.sql, statement.params, generic_plan=statement.generic_plan, second=second)
-            if statement.settled or index_was_enough(rows, limit + 1):
+            if statement.settled or index_was_enough(rows, count):
                 return rows
         raise AssertionError("unreachable")
 
@@ -299,18 +302,19 @@ class RawSql:
     ) -> list[str]:
         """The engine's vector ranking of an embedded query (see fetch_statement's ``sketches``): its
         first page's ids."""
-        rows = await self._ranking("", "vector", request_filter, vector, limit, sketches=sketches)
+        rows = await self._ranking("", "vector", request_filter, vector, limit + 1, sketches=sketches)
         return [r["id"] for r in rows][:limit]
 
     async def fetch(self, query: str, mode: str, request_filter: Filter, limit: int = 10) -> list[str]:
         if mode == "keyword":
-            return [r["id"] for r in await self._ranking(query, mode, request_filter, None, limit)][:limit]
+            return [r["id"] for r in await self._ranking(query, mode, request_filter, None, limit + 1)][:limit]
         (vector,) = await self._embedder.embed([query])
         if mode == "vector":
-            return [r["id"] for r in await self._ranking(query, mode, request_filter, vector, limit)][:limit]
+            return [r["id"] for r in await self._ranking(query, mode, request_filter, vector, limit + 1)][:limit]
+        depth = fusion_depth(limit + 1)
         keyword, nearest = await asyncio.gather(
-            self._ranking(query, "keyword", request_filter, None, limit),
-            self._ranking(query, "vector", request_filter, vector, limit, second=True),
+            self._ranking(query, "keyword", request_filter, None, depth),
+            self._ranking(query, "vector", request_filter, vector, depth, second=True),
         )
         seq = {r["id"]: r["seq"] for r in (*keyword, *nearest)}
         return [item_id for item_id, _ in fuse([[r["id"] for r in keyword], [r["id"] for r in nearest]], seq)][:limit]

@@ -22,6 +22,7 @@ from tqdm import tqdm
 
 from app.contract.meta import Filter
 from app.embeddings.wordllama import WordLlamaEmbedder
+from app.engine.fusion import fusion_depth
 from bench import rawsql
 from bench.corpus import CorpusItem, QuerySet, build_corpus, build_queries
 from bench.engram_http import EngramHttp, http_session
@@ -361,7 +362,8 @@ async def plans(raw: RawSql, embedder: WordLlamaEmbedder, queries: QuerySet) -> 
         for variant in VARIANTS:
             if mode == "hybrid":
                 out[f"{mode}/{variant}"] = (
-                    f"-- the keyword/{variant} and vector/{variant} statements above, run at once on two connections"
+                    f"-- the keyword/{variant} and vector/{variant} statements above, run at once on two connections,"
+                    f" each to depth {fusion_depth(11)} (app/engine/fusion.py)"
                 )
                 continue
             request_filter = Filter.model_validate(wire_filter(variant, tag, subtree))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 import pytest
@@ -185,6 +186,43 @@ async def test_fetch_pages_visit_every_hit_once(engine: Any, mode: str) -> None:
         if cursor is None:
             break
     assert sorted(seen) == sorted(ids)
+
+
+async def test_hybrid_pages_cut_one_order_over_varied_items(engine: Any) -> None:
+    """Items unlike each other, so the keyword and vector rankings disagree and pages run past the
+    fusion's depth: fused again at each page's own depth, pages repeated and skipped items."""
+    chance = random.Random(11)
+    words = [
+        "ownership",
+        "borrow",
+        "lifetime",
+        "garden",
+        "tomato",
+        "compost",
+        "mutex",
+        "thread",
+        "async",
+        "queue",
+        "river",
+        "bridge",
+    ]
+    texts = {" ".join(chance.choice(words) for _ in range(chance.randrange(3, 9))) + f" {n}" for n in range(130)}
+    ids = [r.id for r in await engine.store_many([learning(t) for t in sorted(texts)[:100]])]
+    ids += [r.id for r in await engine.store_many([learning(t) for t in sorted(texts)[100:]])]
+    query = "ownership of the garden mutex"
+    whole = await engine.fetch(FetchRequest(query=query, mode="hybrid", limit=1000))
+    assert sorted(h.id for h in whole.hits) == sorted(ids)
+    pages: list[Any] = []
+    cursor = None
+    while True:
+        page = await engine.fetch(FetchRequest(query=query, mode="hybrid", limit=7, cursor=cursor))
+        pages += page.hits
+        cursor = page.next_cursor
+        if cursor is None:
+            break
+    assert [h.id for h in pages] == [h.id for h in whole.hits]
+    scores = [h.score for h in pages]
+    assert scores == sorted(scores, reverse=True)
 
 
 async def test_a_cursor_for_another_query_or_forged_is_refused(engine: Any, stored: list[str]) -> None:

@@ -51,7 +51,7 @@ from app.contract.requests import (
 from app.embeddings.protocol import Embedder
 from app.engine import answers
 from app.engine.cursors import CursorCodec, scope_of
-from app.engine.fusion import fuse
+from app.engine.fusion import fuse, fusion_depth
 from app.engine.keywords import KeywordQuery
 from app.engine.postgres.errors import classify, database_errors
 from app.engine.postgres.facets import FacetFolder
@@ -624,7 +624,8 @@ class PostgresEngine:
     async def _hybrid(
         self, keywords: KeywordQuery, vector: np.ndarray, request_filter: Filter, offset: int, count: int
     ) -> list[Hit]:
-        """Reciprocal rank fusion of the keyword and vector rankings, each cut at the page's end.
+        """Reciprocal rank fusion of the keyword and vector rankings (fusion.fuse: each counts to a
+        fixed depth, so every page cuts one order), each read to that depth or the page's end.
 
         The two rankings are two statements run at once on two pooled connections: PostgreSQL
         runs one statement on one core, so a hybrid fetch takes about as long as its slower half
@@ -635,7 +636,7 @@ class PostgresEngine:
         that overlaps it; every write acknowledged before the fetch began is in both.
         """
         pred = filter_predicate(request_filter)
-        depth = offset + count
+        depth = fusion_depth(offset + count)
         nearest = self._vector_rows(vector, request_filter, pred, 0, depth)
         if keywords.is_empty:
             keyword_rows, vector_rows = [], await nearest
@@ -646,7 +647,7 @@ class PostgresEngine:
             [[row["id"] for row in keyword_rows], [row["id"] for row in vector_rows]],
             {item_id: row["seq"] for item_id, row in rows.items()},
         )
-        return [hit_of(rows[item_id], score) for item_id, score in fused[offset:depth]]
+        return [hit_of(rows[item_id], score) for item_id, score in fused[offset : offset + count]]
 
     async def recall(self, request: RecallRequest) -> RecallAnswer:
         request = request.validate(self._limits)
