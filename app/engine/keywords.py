@@ -5,47 +5,66 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-_PHRASE = re.compile(r'"([^"]*)"')
+# A double-quoted phrase, or a run of text between blanks and quotes (an unpaired quote is skipped).
+_PART = re.compile(r'"([^"]*)"|[^\s"]+')
 _WORD = re.compile(r"\w+", re.UNICODE)
-# Bounds the tsquery so a pasted page cannot become a thousand-way OR.
+# Punctuation around a run that is no part of what it names: "(see main.py)." searches main.py.
+# Leading dots and tildes too: in an item's text the parser reads " ./run.sh" as /run.sh.
+_BEFORE = "([{<'`.~"
+_AFTER = ")]}>,.;:!?'`"
+# A run the parser indexes as one token (an email, a host or file name, a path, a version, a
+# float, a URL): ASCII word characters joined by dots, at signs or slashes (ts_debug). Its words
+# alone are not in the index, so as operands they would only match other items.
+_TOKEN_TEXT = re.compile(r"[a-z0-9_.@/:~+-]+")
+_TOKEN_JOIN = re.compile(r"[a-z0-9_][.@][a-z0-9_]|^/|://")
+# Bounds the parse (a query is at most 4,000 characters): generous, as stop words are dropped
+# only in PostgreSQL, whose configuration knows them.
+MAX_PARSED = 256
+# Bounds the tsquery so a pasted page cannot become a thousand-way OR: the first MAX_TERMS
+# operands that are not all stop words (statements._KEYWORD_TERMS).
 MAX_TERMS = 32
 
 
 @dataclass(frozen=True)
 class KeywordQuery:
-    terms: tuple[str, ...]
-    phrases: tuple[tuple[str, ...], ...]
+    """Each operand's text, in query order, once: PostgreSQL's parser splits and normalises it
+    as it did the items' text (``\\w+`` did not: ``alice@example.com`` is one token there).
+
+    A run of several words is one operand: ``main.py`` or ``3.11.4`` alone, as the one token
+    it is in the index; ``co-operation`` or ``tabs,spaces`` as the parser's phrase, and each
+    of its words too, so the query still matches what holds only some of them. A quoted
+    phrase is one operand, its words in that order."""
+
+    texts: tuple[str, ...]
 
     @classmethod
     def parse(cls, query: str) -> KeywordQuery:
-        phrases: list[tuple[str, ...]] = []
-        terms: list[str] = []
-        for match in _PHRASE.finditer(query):
-            words = tuple(_WORD.findall(match.group(1).lower()))
-            if len(words) > 1 and words not in phrases:
-                phrases.append(words)
-        # Outside phrases every word is a term; a quoted single word is a term too.
-        rest = _PHRASE.sub(lambda m: m.group(1) if len(_WORD.findall(m.group(1))) == 1 else " ", query)
-        for word in _WORD.findall(rest.lower()):
-            if word not in terms:
-                terms.append(word)
-        return cls(tuple(terms[:MAX_TERMS]), tuple(phrases[:MAX_TERMS]))
+        texts: dict[str, None] = {}
+        for match in _PART.finditer(query.lower()):
+            if len(texts) >= MAX_PARSED:
+                break
+            phrase = match.group(1)
+            if phrase is not None and len(_WORD.findall(phrase)) > 1:
+                texts[" ".join(phrase.split())] = None
+                continue
+            # Outside phrases every run is a term; a quoted single word is a term too.
+            run = (match.group(0) if phrase is None else phrase).strip().lstrip(_BEFORE).rstrip(_AFTER)
+            words = _WORD.findall(run)
+            if len(words) > 1:
+                texts[run] = None
+            if len(words) == 1 or not _is_token(run):
+                texts.update(dict.fromkeys(words))
+        return cls(tuple(texts)[:MAX_PARSED])
 
     def operands(self) -> list[str]:
-        """Each term and phrase as ``to_tsquery`` text, every word quoted, so no input is syntax.
-
-        Words are ``\\w+`` only, which holds no quote, backslash or operator.
-        """
-        return [f"'{t}'" for t in self.terms] + [" <-> ".join(f"'{w}'" for w in phrase) for phrase in self.phrases]
-
-    def operand_words(self) -> list[str]:
-        """Each operand's words as plain text, in the order of ``operands``."""
-        return [*self.terms, *(" ".join(phrase) for phrase in self.phrases)]
-
-    def to_tsquery(self) -> str:
-        """The whole query for ``to_tsquery``: OR of the operands."""
-        return " | ".join(f"({operand})" for operand in self.operands())
+        """Each operand as ``to_tsquery`` text: quoted whole, so no input is syntax and the parser
+        reads it as it reads an item's text (a phrase's words joined by ``<->``)."""
+        return ["'" + t.replace("\\", "\\\\").replace("'", "''") + "'" for t in self.texts]
 
     @property
     def is_empty(self) -> bool:
-        return not self.terms and not self.phrases
+        return not self.texts
+
+
+def _is_token(run: str) -> bool:
+    return bool(_TOKEN_TEXT.fullmatch(run) and _TOKEN_JOIN.search(run))

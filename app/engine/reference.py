@@ -44,7 +44,7 @@ from app.embeddings.protocol import Embedder
 from app.engine import answers
 from app.engine.cursors import CursorCodec, scope_of
 from app.engine.fusion import fuse
-from app.engine.keywords import KeywordQuery
+from app.engine.keywords import MAX_TERMS, KeywordQuery
 
 
 @dataclass
@@ -70,17 +70,17 @@ def _words(text: str) -> list[str]:
 
 
 def _keyword_score(query: KeywordQuery, text: str) -> float:
-    """How many of the query's terms and phrases the text holds, counting repeats."""
+    """How many of the query's operands the text holds: a word counting its repeats, a run such as
+    ``main.py`` or a phrase once, where its words stand in order. As in PostgreSQL, only the first
+    MAX_TERMS operands that are not all common words count."""
     words = _words(text)
     counts = Counter(words)
+    wanted = [[answers.stem(w) for w in answers.WORD.findall(t) if w not in answers.COMMON_WORDS] for t in query.texts]
     score = 0.0
-    for term in query.terms:
-        stem = answers.stem(term)
-        if term not in answers.COMMON_WORDS:
-            score += counts.get(stem, 0)
-    for phrase in query.phrases:
-        wanted = [answers.stem(w) for w in phrase if w not in answers.COMMON_WORDS]
-        if wanted and any(words[i : i + len(wanted)] == wanted for i in range(len(words))):
+    for stems in [s for s in wanted if s][:MAX_TERMS]:
+        if len(stems) == 1:
+            score += counts.get(stems[0], 0)
+        elif any(words[i : i + len(stems)] == stems for i in range(len(words))):
             score += 1
     return score
 

@@ -21,6 +21,8 @@ from app.contract.requests import (
     RecallRequest,
     narrow,
 )
+from app.engine import answers
+from app.engine.keywords import MAX_TERMS
 
 
 def item(data: dict[str, Any]) -> StoredItem:
@@ -148,8 +150,40 @@ async def test_keyword_of_stop_words_only_matches_nothing(engine: Any, stored: l
     assert page.hits == []
 
 
+# Stop words of both engines (PostgreSQL's english ones too), more than a query's MAX_TERMS.
+STOP_WORDS = sorted(answers.COMMON_WORDS)
+
+
+async def test_keyword_stop_words_leave_the_words_after_them_searched(engine: Any, stored: list[str]) -> None:
+    """MAX_TERMS counts the terms that are not stop words: more stop words than that first still leave the rest."""
+    assert len(STOP_WORDS) > MAX_TERMS
+    page = await engine.fetch(FetchRequest(query=" ".join([*STOP_WORDS, "ownership"]), mode="keyword", limit=10))
+    assert [h.id for h in page.hits] == [stored[2]]
+    question = (
+        "could you please remind me what it was that we had said to each other about the way in which we should"
+        " all be handling it when there is some sort of problem with borrowing and ownership"
+    )
+    page = await engine.fetch(FetchRequest(query=question, mode="keyword", limit=10))
+    assert [h.id for h in page.hits] == [stored[2]]
+
+
+async def test_keyword_searches_a_token_the_text_search_keeps_whole(engine: Any, stored: list[str]) -> None:
+    """An email, a file name, a version or a path is one token to the text search, and a query searches it so;
+    a run it splits still finds its words."""
+    tokens = ["alice@example.com", "main.py", "3.11.4", "/etc/nginx/nginx.conf"]
+    receipts = await engine.store_many([learning(f"see {t} for the details") for t in tokens])
+    for token, receipt in zip(tokens, receipts, strict=True):
+        for query in (token, f"where is {token}?", f'"see {token}"'):
+            page = await engine.fetch(FetchRequest(query=query, mode="keyword", limit=10))
+            assert [h.id for h in page.hits] == [receipt.id], query
+    for query in ("tabs/spaces", "tabs,spaces", "spaces-tabs"):
+        page = await engine.fetch(FetchRequest(query=query, mode="keyword", limit=10))
+        assert [h.id for h in page.hits] == [stored[0]], query
+
+
 async def test_keyword_input_is_never_syntax(engine: Any, stored: list[str]) -> None:
-    for query in ["'", "\\", ":*", "&|!()", "%", "_", "tabs:* & !", "a' OR '1'='1"]:
+    hostile = ["'", "\\", ":*", "&|!()", "%", "_", "tabs:* & !", "a' OR '1'='1", "a@b.c' | 'd", "x.py':*", "/a\\'b"]
+    for query in [*hostile, "1.2'<->'3", "'tabs'':*", "\"tabs' & !'spaces\""]:
         page = await engine.fetch(FetchRequest(query=query, mode="keyword", limit=10))
         assert all(h.id in stored for h in page.hits)
 

@@ -20,7 +20,8 @@ from app.contract.errors import EngineFailure
 from app.contract.items import ITEM_ADAPTER, StoredItem
 from app.contract.meta import Filter
 from app.contract.requests import ExploreRequest, FetchRequest, ListRequest
-from app.engine.keywords import KeywordQuery
+from app.engine import answers
+from app.engine.keywords import MAX_TERMS, KeywordQuery
 from app.engine.postgres.engine import PostgresEngine
 from app.engine.postgres.filters import filter_predicate
 from app.engine.postgres.schema import async_url
@@ -467,6 +468,43 @@ async def test_keyword_query_of_stop_words_only_matches_nothing(pg_engine: Postg
         for request_filter in (Filter(), Filter(kinds=["learning"])):
             page = await pg_engine.fetch(FetchRequest(query=query, mode="keyword", limit=5, filter=request_filter))
             assert len(page.hits) == (5 if "garden" in query else 0), (query, request_filter)
+
+
+async def test_keyword_terms_are_the_first_that_are_not_stop_words_on_every_page(pg_engine: PostgresEngine) -> None:
+    """The query keeps its first MAX_TERMS operands that are not stop words, however many stop words
+    come first, and a page past the pool (its matches read by the whole query) keeps the same ones."""
+    gardens = [learning(f"garden entry {n}") for n in range(KEYWORD_POOL + 20)]
+    await stored_in_table_order(pg_engine, gardens, [learning("quokka sighting"), learning("wombat sighting")])
+    stop_words = sorted(answers.COMMON_WORDS)[: MAX_TERMS + 8]
+    fillers = [f"filler{n}" for n in range(MAX_TERMS - 2)]
+    # quokka is the 32nd word that is not a stop word, wombat the 33rd.
+    query = " ".join([*stop_words, "garden", *fillers, "quokka", "wombat"])
+    seen: list[str] = []
+    cursor = None
+    while True:
+        page = await pg_engine.fetch(FetchRequest(query=query, mode="keyword", limit=100, cursor=cursor))
+        seen += [h.id for h in page.hits]
+        if (cursor := page.next_cursor) is None:
+            break
+    quokka, wombat = (learning(f"{w} sighting").validate().fingerprint() for w in ("quokka", "wombat"))
+    assert seen[0] == quokka and wombat not in seen
+    assert sorted(seen[1:]) == sorted(i.validate().fingerprint() for i in gardens)
+
+
+async def test_runs_the_parser_reads_as_one_token_are_searched_without_their_words(pg_engine: PostgresEngine) -> None:
+    """KeywordQuery's guess at PostgreSQL's parser (ts_debug): an email, a host or file name, a path, a
+    version, a float or a URL is one operand alone; the words of another run are operands beside it."""
+    one = ["alice@example.com", "first.last@corp.example.org", "main.py", "my-file.txt", "test_hostile.py"]
+    one += ["www.example.com", "app.engine.keywords", "3.11.4", "192.168.0.1", "3.11", "-2.5", "1.5e3", "v2.0"]
+    one += ["/etc/nginx/nginx.conf", "/usr/bin", "src/app/main.py", "https://example.com/a/b", "http://x.org"]
+    several = ["co-operation", "o'reilly", "key:value", "tabs,spaces", "1,000", "2024-01-05", "12:30", "café.py"]
+    several += ["gpt-4o", "foo..bar", "c:\\temp\\x"]
+    for run in one + several:
+        rows = await pg_engine._rows("SELECT alias FROM ts_debug('english', :run) WHERE alias <> 'blank'", {"run": run})
+        aliases = [row["alias"] for row in rows]
+        assert (len(aliases) == 1 or aliases[0] == "protocol") == (run in one), (run, aliases)
+        texts = KeywordQuery.parse(run).texts
+        assert texts[0] == run and (len(texts) == 1) == (run in one), (run, texts)
 
 
 @pytest.mark.parametrize(

@@ -218,6 +218,16 @@ async def test_fetch_each_mode(client: httpx.AsyncClient, mode: str) -> None:
     assert no_nulls(body)
 
 
+async def test_keyword_fetch_finds_an_email_and_a_word_after_many_stop_words(client: httpx.AsyncClient) -> None:
+    ids = await store_all(client)
+    email = await client.post("/v1/store", json={**LEARNING, "text": "contact alice@example.com about it"})
+    stop_words = "a an and are as at be by do does did for from has have how i in is it its me my of on or our that"
+    for query, expected in [("alice@example.com", email.json()["id"]), (f"{stop_words} the their ownership", ids[1])]:
+        response = await client.post("/v1/fetch", json={"query": query, "mode": "keyword", "limit": 5})
+        assert response.status_code == 200, response.text
+        assert [h["id"] for h in response.json()["hits"]] == [expected]
+
+
 async def test_fetch_pages_with_cursor(client: httpx.AsyncClient) -> None:
     ids = await store_all(client)
     seen: list[str] = []

@@ -15,6 +15,8 @@ pytestmark = pytest.mark.slow
 # Text the SQL and tsquery parsers would read as syntax, were it ever spliced in.
 SYNTAX = ["'", "\\", ":*", "&|!()", "%", "_", "' OR '1'='1", "'; DROP TABLE engram_items; --", "a:* & !b | (c", "<->"]
 SYNTAX += ['"unclosed', '""', "\\'", "%_%", "$1", "$$", "E'\\x00'", "'||pg_sleep(5)||'", "/*", "*/", "--", "?"]
+# Runs the text search parser keeps whole (an email, a file name, a path, a version), quoted as one operand.
+SYNTAX += ["a@b.c' | 'd", "x.py':*", "/a/b\\' & !'c", "1.2'<->'3", "o'reilly.com\\"]
 
 ODD = document(
     "The O'Reilly guide: 100% of coverage_rate, C:\\temp\\x and 5 % 3 = 2.",

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from app.engine.keywords import KeywordQuery
+from app.engine.keywords import MAX_TERMS, KeywordQuery
 from app.engine.postgres.filters import Predicate, SketchKeys
 
 _NAMED = re.compile(r"(?<!:):([A-Za-z_][A-Za-z0-9_]*)")
@@ -224,9 +224,8 @@ def keyword_params(
         "elems": statistics.elems,
         "freqs": statistics.freqs,
         "items": statistics.items,
-        "tsq": keywords.to_tsquery(),
         "operands": keywords.operands(),
-        "words": keywords.operand_words(),
+        "words": list(keywords.texts),
         "depth": depth,
         "budget": budget,
         "scored": scored,
@@ -311,10 +310,10 @@ TERM_STATISTICS = """
 def plans_generic(pred: Predicate) -> bool:
     """Whether a ranking under ``pred`` runs on one generic plan (PostgresEngine's second pool).
 
-    Without a filter the values change no estimate (every tsquery but a deep page's comes
-    from a CTE; a vector's distance orders the index the same whatever the vector), and
-    planning is a good part of the statement: the keyword ranking's ~2 ms (100k, raw SQL,
-    200 questions three times, interleaved, ninth session, two runs: p50 / p95 15.7 / 23.1
+    Without a filter the values change no estimate (every tsquery comes from a CTE; a
+    vector's distance orders the index the same whatever the vector), and planning is a
+    good part of the statement: the keyword ranking's ~2 ms (100k, raw SQL, 200 questions
+    three times, interleaved, ninth session, two runs: p50 / p95 15.7 / 23.1
     -> 14.6 / 19.7 and 14.6 / 21.2 -> 13.3 / 18.0 ms; at 10k 13.0 / 21.0 -> 11.6 / 19.6;
     every page and score the same, a page past the pool too), the vector statement's ~0.9
     ms (100k, thirteenth session: 9.89 -> 9.03 ms p50). A connection whose session plans
@@ -326,30 +325,40 @@ def plans_generic(pred: Predicate) -> bool:
     return pred.admits_all
 
 
-# Each query operand (a word, or a phrase's words), its tsquery and an estimate of how many
-# items hold it, from TermStatistics (a lexeme not listed is below the least frequent,
-# estimated at half of it, as the planner does). Without statistics every operand counts
-# as rare. A phrase is as rare as its rarest word. ``idf`` is BM25's.
-_KEYWORD_TERMS = """
+# Each query operand (a word, a run such as a file name, or a phrase), its tsquery and an
+# estimate of how many items hold it, from TermStatistics (a lexeme not listed is below the
+# least frequent, estimated at half of it, as the planner does). Without statistics every
+# operand counts as rare. A phrase is as rare as its rarest word. ``idf`` is BM25's.
+# Only the first MAX_TERMS operands with a lexeme count (KeywordQuery.parse reads more): which
+# words are stop words is the configuration's. An operand's text has a lexeme exactly when its
+# tsquery has one (the same parser and dictionaries), and only those reach to_tsquery, which
+# sends the client a notice for every operand it finds empty.
+_KEYWORD_TERMS = f"""
         stats AS MATERIALIZED (
             SELECT CAST(CAST(:elems AS text) AS text[]) AS elems, CAST(CAST(:freqs AS text) AS float4[]) AS freqs
         ),
         total AS (SELECT CAST(:items AS float8) AS n),
         terms AS (
-            SELECT o.ord, o.tq, d.df, ln(1 + (total.n - d.df + 0.5) / (d.df + 0.5)) AS idf
+            SELECT o.ord, to_tsquery(CAST(:cfg AS regconfig), o.operand) AS tq, d.df,
+                   ln(1 + (total.n - d.df + 0.5) / (d.df + 0.5)) AS idf
             FROM (
-                SELECT x.ord, x.words, to_tsquery(CAST(:cfg AS regconfig), x.operand) AS tq
+                SELECT x.ord, x.operand, v.lexemes
                 FROM unnest(CAST(:operands AS text[]), CAST(:words AS text[])) WITH ORDINALITY AS x(operand, words, ord)
+                CROSS JOIN LATERAL (
+                    SELECT tsvector_to_array(to_tsvector(CAST(:cfg AS regconfig), x.words)) AS lexemes
+                ) AS v
+                WHERE cardinality(v.lexemes) > 0
+                ORDER BY x.ord
+                LIMIT {MAX_TERMS}
             ) AS o
             CROSS JOIN total
             CROSS JOIN LATERAL (
                 SELECT coalesce(min(coalesce(
                            s.freqs[array_position(s.elems, l)], s.freqs[array_length(s.elems, 1) + 1] / 2
                        )), 0) * total.n AS df
-                FROM unnest(tsvector_to_array(to_tsvector(CAST(:cfg AS regconfig), o.words))) AS l
+                FROM unnest(o.lexemes) AS l
                 LEFT JOIN stats s ON true
             ) AS d
-            WHERE numnode(o.tq) > 0
         ),
         ranked_terms AS (
             SELECT tq, k, running, running <= :budget OR k = 1 AS is_essential
@@ -373,25 +382,22 @@ _KEYWORD_TERMS = """
 """
 
 
-# The whole query, inline: a constant to the planner, which then estimates how many match.
-_QUERY = "to_tsquery(CAST(:cfg AS regconfig), :tsq)"
-
-
 def _score(keywords: KeywordQuery) -> str:
     """An item's relevance (see keyword_ctes) as one expression over the ``weights`` arrays.
 
     Written out per operand, in the order of ``terms``, so its sum is the one a correlated
     ``(SELECT sum(t.idf * ts_rank(...)) FROM terms t WHERE i.tsv @@ t.tq)`` gave, to the bit;
-    an operand that is all stop words has no element and adds nothing. At 100k (bench corpus,
-    200 questions twice, raw SQL, interleaved, eighth session): keyword p50 / p95 unfiltered
-    20.4 / 32.0 -> 17.7 / 25.9 ms, with a tag or a subtree within noise (fewer rows scored);
-    every page and score the same. Rescanning the subquery for every row was the cost. It is
-    written once, over the pool's candidates: a copy in each CTE that gathers them doubled
-    the planning (1.4 -> 2.7 ms unfiltered) for no faster run.
+    past the arrays' end (stop words leave them shorter than the operands) a term adds
+    nothing. At 100k (bench corpus, 200 questions twice, raw SQL, interleaved, eighth
+    session): keyword p50 / p95 unfiltered 20.4 / 32.0 -> 17.7 / 25.9 ms, with a tag or a
+    subtree within noise (fewer rows scored); every page and score the same. Rescanning
+    the subquery for every row was the cost. It is written once, over the pool's
+    candidates: a copy in each CTE that gathers them doubled the planning (1.4 -> 2.7 ms
+    unfiltered) for no faster run.
     """
     return " + ".join(
         f"CASE WHEN i.tsv @@ w.tq[{k}] THEN w.idf[{k}] * ts_rank(i.tsv, w.tq[{k}]) ELSE 0 END"
-        for k in range(1, len(keywords.operands()) + 1)
+        for k in range(1, min(len(keywords.texts), MAX_TERMS) + 1)
     )
 
 
@@ -464,7 +470,7 @@ def keyword_ctes(where: str, keywords: KeywordQuery, *, depth: int, admits_all: 
     best KEYWORD_POOL lead every ranking; a page ending past the pool continues with the
     other matches by ``ts_rank``, scaled below the pool's lowest score, so cursors neither
     skip nor repeat.
-    Parameters: cfg, elems, freqs, items, tsq, operands, words, budget, scored, middle, topup, pool,
+    Parameters: cfg, elems, freqs, items, operands, words, budget, scored, middle, topup, pool,
     settled, ranked (see ``keyword_params``).
     """
     core = _CORE_HELD_FIRST if admits_all else _core_in_table_order(where)
@@ -497,9 +503,11 @@ def keyword_ctes(where: str, keywords: KeywordQuery, *, depth: int, admits_all: 
         kw AS (SELECT id, seq, score, row_number() OVER (ORDER BY score DESC, seq) AS rank FROM pool)
         """
     return f"""{pool},
+        -- The operands terms keeps, ORed: a deep page matches what the pool's operands match.
+        whole AS (SELECT CAST(string_agg('(' || tq::text || ')', ' | ' ORDER BY ord) AS tsquery) AS q FROM terms),
         rest AS (
-            SELECT i.id, i.seq, ts_rank(i.tsv, wq) AS r FROM engram_items i, {_QUERY} AS wq
-            WHERE i.tsv @@ wq AND {where} AND i.id NOT IN (SELECT id FROM pool)
+            SELECT i.id, i.seq, ts_rank(i.tsv, w.q) AS r FROM engram_items i, whole w
+            WHERE i.tsv @@ w.q AND {where} AND i.id NOT IN (SELECT id FROM pool)
             ORDER BY r DESC, i.seq
             LIMIT :ranked
         ),
