@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, model_validator
 
 from app.contract.errors import InvalidRequest
 from app.contract.nulls import drop_unset_nulls
+from app.contract.text import trim
 
 SEGMENT_KINDS = ("agent", "team", "user", "ws", "project", "source")
 MAX_DEPTH = 8
@@ -29,7 +30,7 @@ class Namespace:
         """Read a path such as ``team:acme/agent:writer``; ``""``, ``root`` and None are the root."""
         if text is None:
             return cls()
-        path = text.strip()
+        path = trim(text)
         if path in ("", cls.ROOT_NAME):
             return cls()
         parts = path.split("/")

@@ -29,5 +29,16 @@ def check_storable(value: Any, where: str) -> None:
             check_storable(item, f"{where}[{index}]")
 
 
+# Unicode's White_Space: what "trimmed" and "blank" mean in the contract, as in the Rust seed's
+# str::trim. Python's str.strip() also takes U+001C..U+001F (information separators) for space.
+WHITE_SPACE = (
+    "\t\n\x0b\x0c\r \x85\xa0\u1680" + "".join(map(chr, range(0x2000, 0x200B))) + "\u2028\u2029\u202f\u205f\u3000"
+)
+
+
+def trim(text: str) -> str:
+    return text.strip(WHITE_SPACE)
+
+
 def is_blank(text: str | None) -> bool:
-    return text is None or not text.strip()
+    return text is None or not trim(text)

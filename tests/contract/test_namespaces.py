@@ -6,6 +6,7 @@ import pytest
 
 from app.contract.meta import Filter, Meta
 from app.contract.namespaces import Namespace, Reach, normalise_namespace
+from app.contract.text import is_blank
 from tests.contract.support import refused
 
 ROOT = "root"
@@ -44,6 +45,14 @@ def test_every_segment_kind_is_accepted(kind: str) -> None:
 def test_the_whole_string_is_trimmed() -> None:
     assert str(Namespace.parse(f"  {WRITER}\n")) == WRITER
     assert normalise_namespace(f"\t{WRITER} ") == WRITER
+    assert normalise_namespace(f"\u3000\xa0{WRITER}\u2028") == WRITER  # Unicode White_Space, as Rust's trim
+
+
+@pytest.mark.parametrize("separator", ["\x1c", "\x1d", "\x1e", "\x1f"])
+def test_information_separators_are_not_space(separator: str) -> None:
+    """Python's str.strip() takes them for space; Unicode's White_Space (the Rust seed's trim) does not."""
+    refused(Namespace.parse, f"{separator}{WRITER}")
+    assert not is_blank(separator)
 
 
 @pytest.mark.parametrize(
