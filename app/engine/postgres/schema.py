@@ -15,10 +15,18 @@ from app.contract.errors import ConfigError
 
 
 def async_url(url: str) -> str:
-    """Any PostgreSQL URL, made to use the asyncpg driver."""
+    """Any PostgreSQL URL, made to use the asyncpg driver.
+
+    ``postgres://`` is taken as ``postgresql://`` and libpq's ``sslmode`` as asyncpg's ``ssl``
+    (the same modes): hosted providers hand out URLs in both forms.
+    """
     parsed = make_url(url)
-    if parsed.get_backend_name() != "postgresql":
+    if parsed.get_backend_name() not in ("postgresql", "postgres"):
         raise ConfigError("database url must be a postgresql:// url")
+    if "sslmode" in parsed.query:
+        if "ssl" not in parsed.query:
+            parsed = parsed.update_query_dict({"ssl": parsed.query["sslmode"]})
+        parsed = parsed.difference_update_query(["sslmode"])
     return parsed.set(drivername="postgresql+asyncpg").render_as_string(hide_password=False)
 
 

@@ -1,0 +1,59 @@
+"""Configuration (app/settings.py, app/cli.py): a wrong value stops the command with one line naming
+its variable, never the value (it may be a secret) and never a traceback."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from app.cli import main
+from app.engine.postgres.schema import async_url
+from app.settings import Settings
+
+
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [
+        ("ENGRAM_LOG_LEVEL", "loud"),
+        ("ENGRAM_API_KEYS_FILE", "/nonexistent/keys"),
+        ("ENGRAM_DATABASE_URL", "SuperSecret123"),
+        ("ENGRAM_DATABASE_URL", "postgresql://engram:SuperSecret123@db:abc/engram"),
+        ("ENGRAM_DATABASE_URL", "mysql://engram:SuperSecret123@db/engram"),
+        ("ENGRAM_DATA_DIR", "/etc/hostname"),
+        ("ENGRAM_EMBEDDING_DIM", "100"),
+        ("ENGRAM_EMBEDDER", "other"),
+        ("ENGRAM_POOL_SIZE", "-1"),
+        ("ENGRAM_MAX_BODY_BYTES", "0"),
+        ("ENGRAM_CONNECT_TIMEOUT_S", "-1"),
+        ("ENGRAM_HNSW_EF_SEARCH", "0"),
+        ("ENGRAM_HNSW_EF_SEARCH_FILTERED", "5000"),
+        ("ENGRAM_HNSW_ITERATIVE_SCAN", "sideways"),
+    ],
+)
+def test_a_wrong_setting_is_one_line_naming_its_variable(
+    variable: str, value: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv(variable, value)
+    assert main(["migrate"]) == 2
+    out = capsys.readouterr()
+    [line] = out.err.splitlines()
+    assert line.startswith("engram: configuration error: ") and variable in line
+    assert "SuperSecret123" not in out.err + out.out and "Traceback" not in out.err
+
+
+def test_a_port_is_0_to_65535(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        main(["serve", "--port", "99999"])
+    assert stopped.value.code == 2 and "99999 is not a port" in capsys.readouterr().err
+
+
+def test_what_a_shell_or_a_hosted_provider_writes_is_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ENGRAM_DATA_DIR", "~/engram-data")
+    monkeypatch.setenv("ENGRAM_LOG_LEVEL", "DEBUG")
+    monkeypatch.setenv("ENGRAM_DATABASE_URL", "")  # empty is unset: the embedded server
+    settings = Settings()
+    assert settings.data_dir == Path.home() / "engram-data"
+    assert settings.log_level == "debug" and settings.database_url is None
+    assert async_url("postgres://u:p@h:5432/d?sslmode=require") == "postgresql+asyncpg://u:p@h:5432/d?ssl=require"
+    assert async_url("postgresql://u:p@h/d?sslmode=disable&ssl=require") == "postgresql+asyncpg://u:p@h/d?ssl=require"
