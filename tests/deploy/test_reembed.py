@@ -212,3 +212,23 @@ def test_reembed_refuses_a_batch_size_below_one(scratch: ScratchServer) -> None:
     result = run_engram("reembed", "--batch-size", "0", database_url=scratch.new_database(), timeout=120)
     assert result.returncode == 2
     assert result.stderr.strip().splitlines()[-1] == "engram: configuration error: batch size must be at least 1"
+
+
+async def test_reembed_with_another_model_waits_for_the_service_to_stop(
+    scratch: ScratchServer, embedder: WordLlamaEmbedder
+) -> None:
+    """Under a running service another model left it searching and storing with the old one:
+    vector fetches found nothing and stores failed, while health said ok."""
+    items = learnings(5)
+    url = await _database_with(scratch, items, embedder)
+    engine = await PostgresEngine.connect(url, embedder)
+    try:
+        await engine.list(ListRequest(limit=1))  # a pooled session is open, as in a service that served
+        with pytest.raises(ConfigError, match="stop it before re-embedding"):
+            await reembed(Settings(database_url=url, embedding_dim=128), batch_size=10)
+        assert await _query(url, "SELECT count(*) FROM engram_embeddings") == [(5,)]  # nothing changed
+        # The same model rebuilds its vectors beside the service.
+        assert await reembed(Settings(database_url=url, embedding_dim=256), batch_size=10) == 0
+    finally:
+        await engine.close()
+    assert await reembed(Settings(database_url=url, embedding_dim=128), batch_size=10) == 0

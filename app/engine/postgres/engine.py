@@ -60,6 +60,7 @@ from app.engine.postgres.indexer import VectorIndexer, backlog_size, index_every
 from app.engine.postgres.schema import async_url, ensure_current
 from app.engine.postgres.selectivity import ranks_by_sketch
 from app.engine.postgres.statements import (
+    APPLICATION_NAME,
     HNSW_EF_SEARCH,
     HNSW_EF_SEARCH_FILTERED,
     INSERT_ITEMS,
@@ -328,6 +329,7 @@ class PostgresEngine:
                     "timeout": connect_timeout_s,
                     "command_timeout": statement_timeout_ms / 1000 + connect_timeout_s,
                     "server_settings": {
+                        "application_name": APPLICATION_NAME,
                         "statement_timeout": str(statement_timeout_ms),
                         "jit": "off",  # JIT compiles cost more than these short queries take
                         "plan_cache_mode": plan_cache_mode,

@@ -23,7 +23,13 @@ from app.embeddings.registry import build_embedder
 from app.engine.postgres.errors import database_errors
 from app.engine.postgres.schema import async_url, ensure_current
 from app.engine.postgres.service import resolve_database
-from app.engine.postgres.statements import HNSW_INDEX, POSTING_KEYS, hnsw_index_sql
+from app.engine.postgres.statements import (
+    APPLICATION_NAME,
+    HNSW_INDEX,
+    POSTING_KEYS,
+    SERVICE_SESSIONS,
+    hnsw_index_sql,
+)
 from app.engine.postgres.vectors import register_vector_types, vector_array
 from app.settings import Settings
 
@@ -55,11 +61,27 @@ async def reembed(settings: Settings, *, batch_size: int = 256) -> int:
         with database_errors():
             await ensure_current(engine)
             async with engine.begin() as connection:
+                await _refuse_under_a_running_service(connection, embedder)
                 count = await _reembed(connection, embedder, batch_size)
     finally:
         await engine.dispose()
     print(f"engram: re-embedded {count} items with {embedder.name} ({embedder.dimension} dimensions)", flush=True)
     return 0
+
+
+async def _refuse_under_a_running_service(connection: AsyncConnection, embedder: Embedder) -> None:
+    """Another model under a running service would leave it embedding with the one it started with:
+    its vector searches would find nothing and its stores fail. Re-embedding with the same model
+    (rebuilding vectors) goes on beside it, its writes waiting for the locks."""
+    held = await connection.scalar(text("SELECT value FROM engram_settings WHERE key = 'embedder'"))
+    if held == embedder.name:
+        return
+    sessions = await connection.scalar(text(SERVICE_SESSIONS), {"name": APPLICATION_NAME})
+    if sessions:
+        raise ConfigError(
+            f"an engram service is connected to this database ({sessions} sessions) and embeds with {held}: "
+            f"stop it before re-embedding with {embedder.name}, then start it with the new settings"
+        )
 
 
 async def _reembed(connection: AsyncConnection, embedder: Embedder, batch_size: int) -> int:

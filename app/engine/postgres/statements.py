@@ -77,6 +77,13 @@ KEYWORD_MIDDLE = 20_000
 KEYWORD_SETTLED = 100
 HIT_COLUMNS = "i.id, i.kind, i.text, i.meta, i.confidence"
 
+# The service's sessions say who they are, so `engram reembed` can tell a running service is there.
+APPLICATION_NAME = "engram"
+SERVICE_SESSIONS = (
+    "SELECT count(*) FROM pg_stat_activity "
+    "WHERE datname = current_database() AND application_name = :name AND pid <> pg_backend_pid()"
+)
+
 # The value a facet counts under, per item (contract §6); NULL means missing. Migration 0011's
 # triggers keep the counts by the same values, frozen there (tests/engine/test_facet_counts.py).
 FACET_VALUE = {
