@@ -46,6 +46,10 @@ class ScratchServer:
     def __init__(self, server: Any) -> None:
         self._server = server
 
+    def psql(self, command: str) -> str:
+        """A statement run as the server's superuser."""
+        return str(self._server.psql(command))
+
     def new_database(self) -> str:
         """The URL of a new, empty database (no schema, no extension)."""
         name = f"scratch_{os.getpid()}_{next(_names)}"

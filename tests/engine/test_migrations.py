@@ -590,3 +590,14 @@ async def test_0006_indexes_words_tags_and_lineage_together_over_the_items_alrea
     column = "SELECT count(*) FROM pg_attribute WHERE attrelid = 'engram_items'::regclass AND attname = 'lineage'"
     assert await _scalar(url, column) == 0
     assert await _scalar(url, "SELECT count(*) FROM engram_items") == 3
+
+
+def test_a_role_without_the_privileges_is_a_configuration_error(scratch: ScratchServer) -> None:
+    """A managed PostgreSQL's application role often may not create extensions: the command says
+    what to do, where it answered "engine error" and left the reason in a log line."""
+    url = scratch.new_database()
+    scratch.psql("DO $$ BEGIN CREATE ROLE limited LOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END $$;")
+    result = run_engram("migrate", database_url=url.replace("postgres:@", "limited:@", 1), timeout=120)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert result.stderr.strip().splitlines()[-1].startswith("engram: configuration error: the database role may not")
+    assert "Traceback" not in result.stderr + result.stdout

@@ -54,6 +54,11 @@ def classify(error: BaseException) -> EngramError:
     chain = list(_causes(error))
     if any(isinstance(e, _REFUSED) for e in chain):
         return ConfigError("the database refused the login or has no such database: check ENGRAM_DATABASE_URL")
+    if any(isinstance(e, asyncpg.InsufficientPrivilegeError) for e in chain):
+        return ConfigError(
+            "the database role may not do what engram needs (create the vector extension, or tables in its "
+            "schema): an administrator grants it or creates the extension first (README, a managed PostgreSQL)"
+        )
     if any(isinstance(e, sa_exc.DBAPIError) and e.connection_invalidated for e in chain) or any(
         isinstance(e, _TRANSIENT) for e in chain
     ):
