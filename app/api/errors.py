@@ -12,7 +12,14 @@ from starlette.exceptions import HTTPException
 from starlette.responses import Response
 
 from app.api.envelope import error_response, new_request_id
-from app.contract.errors import EngramError, InvalidRequest, MethodNotAllowed, NotFound, PayloadTooLarge
+from app.contract.errors import (
+    EngramError,
+    InvalidRequest,
+    MethodNotAllowed,
+    NotFound,
+    PayloadTooLarge,
+    shortened,
+)
 
 
 def request_id_of(request: Request) -> str:
@@ -22,6 +29,7 @@ def request_id_of(request: Request) -> str:
 _UNKNOWN: Any = object()  # the body a problem was found in, when the error does not carry it
 _QUOTED = re.compile(r"('[^']*')")
 _SHAPE = frozenset({"missing", "extra_forbidden", "model_type", "dict_type"})
+MAX_PROBLEMS = 20
 
 
 def _walk(location: Sequence[Any], body: Any) -> tuple[str, tuple[str, str] | None]:
@@ -50,7 +58,7 @@ def _walk(location: Sequence[Any], body: Any) -> tuple[str, tuple[str, str] | No
         else:
             node = _UNKNOWN
         path += f".{part}" if path else str(part)
-    return path or "body", member
+    return shortened(path) or "body", member
 
 
 def _lowercase(message: str) -> str:
@@ -71,7 +79,7 @@ def _problems(error: RequestValidationError) -> list[dict[str, str]]:
         elif kind == "extra_forbidden":
             problem = "unknown field"
         else:
-            problem = _lowercase(str(issue.get("msg", "invalid value")))
+            problem = _lowercase(shortened(str(issue.get("msg", "invalid value"))))
         if kind in ("union_tag_invalid", "union_tag_not_found"):
             tag = str(issue.get("ctx", {}).get("discriminator", "")).strip("'")
             field = f"{field}.{tag}" if field != "body" else tag
@@ -82,8 +90,12 @@ def _problems(error: RequestValidationError) -> list[dict[str, str]]:
     for member, kind, _ in found:
         if member is not None:
             misfits[member] = misfits.get(member, 0) + (kind in _SHAPE)
-    best = {where: min(n for (w, _), n in misfits.items() if w == where) for where, _ in misfits}
-    return [problem for member, _, problem in found if member is None or misfits[member] == best[member[0]]]
+    best: dict[str, int] = {}
+    for (where, _), count in misfits.items():
+        best[where] = min(count, best.get(where, count))
+    kept = [problem for member, _, problem in found if member is None or misfits[member] == best[member[0]]]
+    # A body can hold millions of wrong values: the answer names the first few, as a compiler would.
+    return kept[:MAX_PROBLEMS]
 
 
 async def on_validation_error(request: Request, error: Exception) -> Response:
@@ -98,10 +110,11 @@ async def on_http_error(request: Request, error: Exception) -> Response:
     assert isinstance(error, HTTPException)
     contract_error: EngramError
     status: int | None = None
+    path = shortened(request.url.path)
     if error.status_code == 404:
-        contract_error = NotFound(f"no route {request.method} {request.url.path}")
+        contract_error = NotFound(f"no route {request.method} {path}")
     elif error.status_code == 405:
-        contract_error = MethodNotAllowed(f"{request.url.path} does not accept {request.method}")
+        contract_error = MethodNotAllowed(f"{path} does not accept {request.method}")
     elif error.status_code == 413:
         contract_error = PayloadTooLarge("the body is over the configured limit")
     else:

@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
-from app.contract.errors import InvalidRequest
+from app.contract.errors import InvalidRequest, quoted
 from app.contract.nulls import drop_unset_nulls
 from app.contract.text import trim
 
@@ -41,11 +41,13 @@ class Namespace:
             kind, sep, ident = part.partition(":")
             if not sep or kind not in SEGMENT_KINDS:
                 raise InvalidRequest(
-                    f"namespace segment {part!r} must be kind:id with kind one of {', '.join(SEGMENT_KINDS)}"
+                    f"namespace segment {quoted(part)} must be kind:id with kind one of {', '.join(SEGMENT_KINDS)}"
                 )
             if not _SEGMENT_ID.fullmatch(ident):
                 # Lowercase words, not "A-Z": messages are lowercase apart from quoted values.
-                raise InvalidRequest(f"namespace segment id {ident!r} must be 1-128 ascii letters, digits, '_' or '-'")
+                raise InvalidRequest(
+                    f"namespace segment id {quoted(ident)} must be 1-128 ascii letters, digits, '_' or '-'"
+                )
             segments.append((kind, ident))
         return cls(tuple(segments))
 
