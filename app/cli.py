@@ -65,6 +65,7 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
         port=args.port,
         log_level=settings.log_level,
         access_log=False,  # queries travel in bodies; the access log would only add noise
+        server_header=False,  # which server and version answers is nobody's business
         timeout_graceful_shutdown=10,
     )
     # Until uvicorn takes the signals over, a stop requested while the database starts unwinds

@@ -160,5 +160,12 @@ class Settings(BaseSettings):
             keys += [k.strip() for k in self.api_keys_file.read_text().splitlines()]
         return [k for k in keys if k and not k.startswith("#")]
 
+    @model_validator(mode="after")
+    def _keys_a_header_can_carry(self) -> Settings:
+        # HTTP headers are read as latin-1: a key with other characters could never be presented.
+        if any(not key.isascii() or not key.isprintable() for key in self.api_key_list()):
+            raise ValueError("ENGRAM_API_KEYS(_FILE): a key must be printable ascii (http headers carry it)")
+        return self
+
     def cors_origin_list(self) -> list[str]:
         return [o.strip() for o in self.cors_origins.split(",") if o.strip()]

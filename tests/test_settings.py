@@ -29,6 +29,7 @@ from app.settings import Settings
         ("ENGRAM_HNSW_EF_SEARCH", "0"),
         ("ENGRAM_HNSW_EF_SEARCH_FILTERED", "5000"),
         ("ENGRAM_HNSW_ITERATIVE_SCAN", "sideways"),
+        ("ENGRAM_API_KEYS", "clé-SuperSecret123"),  # a header could never carry it
     ],
 )
 def test_a_wrong_setting_is_one_line_naming_its_variable(

@@ -31,7 +31,10 @@ class Perimeter:
         self._open_preflight = open_preflight
 
     def _authorised(self, headers: Headers) -> bool:
-        scheme, _, credential = headers.get("authorization", "").partition(" ")
+        given_headers = headers.getlist("authorization")
+        if len(given_headers) != 1:  # none, or two that a proxy and the service might read differently
+            return False
+        scheme, _, credential = given_headers[0].partition(" ")
         if scheme.lower() != "bearer" or not credential:
             return False
         given = credential.strip().encode("utf-8", "surrogateescape")
@@ -55,7 +58,14 @@ class Perimeter:
                 response.headers["WWW-Authenticate"] = "Bearer"
             await response(scope, receive, send)
 
-        preflight = self._open_preflight and scope["method"] == "OPTIONS" and "access-control-request-method" in headers
+        # A preflight as a browser sends it: without an Origin, CORS passes the request on to the
+        # routes, which would then answer it without a key.
+        preflight = (
+            self._open_preflight
+            and scope["method"] == "OPTIONS"
+            and "access-control-request-method" in headers
+            and "origin" in headers
+        )
         open_route = preflight or (scope["method"], scope["path"]) in OPEN_ROUTES
         if self._keys and not open_route and not self._authorised(headers):
             await reply(Unauthorized("a valid bearer api key is required"))

@@ -19,7 +19,9 @@ ITEMS = [
 def test_serve_store_fetch_recall_forget_stop_and_restart() -> None:
     with scratch("serve") as tmp:
         with live_server(tmp, api_key=None) as server, httpx.Client(base_url=server.base_url, timeout=30) as client:
-            receipts = client.post("/v1/store_many", json={"items": ITEMS}).json()["receipts"]
+            stored = client.post("/v1/store_many", json={"items": ITEMS})
+            assert "server" not in stored.headers  # which server and version answers is not said
+            receipts = stored.json()["receipts"]
             ids = [r["id"] for r in receipts]
             assert [r["replayed"] for r in receipts] == [False, False, False]
             for mode in ("keyword", "vector", "hybrid"):

@@ -518,6 +518,41 @@ async def test_auth_perimeter(make_client: ClientFactory) -> None:
         assert_envelope(await client.get("/docs"), 401, "unauthorized")
         document = await client.get("/openapi.json", headers={"Authorization": "Bearer first-key"})
         assert document.status_code == 200 and document.json()["openapi"].startswith("3.")
+        # Two credentials, one of them right: a proxy and the service might each read another.
+        twice = [("Authorization", "Bearer first-key"), ("Authorization", "Bearer nope")]
+        assert_envelope(await client.get("/v1/engine", headers=twice), 401, "unauthorized")
+
+
+async def test_with_cors_on_only_a_browser_preflight_passes_without_a_key(make_client: ClientFactory) -> None:
+    """An OPTIONS request with no Origin is no preflight: CORS hands it to the routes, which
+    answered it (405, 404) without a key, telling which routes exist."""
+    async with make_client(api_keys="k", cors_origins="https://app.example") as client:
+        asked = {"Access-Control-Request-Method": "POST"}
+        assert_envelope(await client.options("/v1/store", headers=asked), 401, "unauthorized")
+        assert_envelope(await client.options("/v1/nowhere", headers=asked), 401, "unauthorized")
+        browser = await client.options("/v1/store", headers={**asked, "Origin": "https://app.example"})
+        assert browser.status_code == 200 and browser.headers["Access-Control-Allow-Origin"] == "https://app.example"
+
+
+async def test_what_a_request_repeats_in_a_message_is_bounded(client: httpx.AsyncClient) -> None:
+    """A message quotes the request's path, key names and values; each is cut short, and the
+    answer names at most a few problems (a 3 MB body of empty items answered 112 MB)."""
+    long = "a" * 100_000
+    for response in (
+        await client.get(f"/v1/{long[:20_000]}"),  # httpx sends at most 64 KiB of URL
+        await client.post("/v1/list", json={"limit": 1, "filter": {"reach": {"at": f"team:{long}"}}}),
+        await client.post("/v1/list", json={"limit": 1, long: 1}),
+    ):
+        assert response.status_code in (400, 404, 422) and len(response.content) < 2_000, response.status_code
+    many = await client.post("/v1/store_many", json={"items": [{"type": "document", "body": {}}] * 1_000})
+    envelope = assert_envelope(many, 422, "invalid_request")
+    assert len(envelope["details"]) == 20
+    far_over = await client.post("/v1/store_many", json={"items": [{}] * 1_001})
+    assert assert_envelope(far_over, 400, "invalid_request")["message"] == (
+        "invalid request: items must hold 1..100 items, got 1001"
+    )
+    assert_envelope(await client.post("/v1/get", json={"ids": [1] * 2_001}), 400, "invalid_request")
+    assert_envelope(await client.post("/v1/forget", json={"ids": [1] * 10_001}), 400, "invalid_request")
 
 
 async def test_api_keys_file(make_client: ClientFactory, tmp_path: Any) -> None:
