@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel, model_validator
 
@@ -67,22 +67,24 @@ def _check_ids(ids: list[str], high: int, limits: Limits) -> None:
 FAR_OVER = 10
 
 
-def _refuse_far_over(data: Any, key: str, high: int, message: str) -> Any:
-    values = data.get(key) if isinstance(data, dict) else None
-    if isinstance(values, list) and len(values) > FAR_OVER * high:
-        raise InvalidRequest(message.format(count=len(values)))
-    return data
+class _Bounded(Closed):
+    """A request with a bounded list: ``_bound`` is its key, its limit and the refusal's words."""
 
-
-class StoreManyRequest(Closed):
-    items: list[Item]
+    _bound: ClassVar[tuple[str, int, str]]
 
     @model_validator(mode="before")
     @classmethod
     def _not_far_over(cls, data: Any) -> Any:
-        return _refuse_far_over(
-            data, "items", MAX_STORE_MANY, f"items must hold 1..{MAX_STORE_MANY} items, got {{count}}"
-        )
+        key, high, message = cls._bound
+        values = data.get(key) if isinstance(data, dict) else None
+        if isinstance(values, list) and len(values) > FAR_OVER * high:
+            raise InvalidRequest(message.format(count=len(values)))
+        return data
+
+
+class StoreManyRequest(_Bounded):
+    _bound = ("items", MAX_STORE_MANY, f"items must hold 1..{MAX_STORE_MANY} items, got {{count}}")
+    items: list[Item]
 
     def validate(self, limits: Limits = DEFAULT_LIMITS) -> list[StoredItem]:  # type: ignore[override]
         """The whole batch is checked before anything is written; an error names its index."""
@@ -134,27 +136,19 @@ class ListRequest(Closed):
         return self.model_copy(update={"filter": self.filter.validate(limits)})
 
 
-class GetRequest(Closed):
+class GetRequest(_Bounded):
+    _bound = ("ids", MAX_GET_IDS, f"ids holds more than {MAX_GET_IDS} ids")
     ids: list[str]
     reach: Reach | None = None
-
-    @model_validator(mode="before")
-    @classmethod
-    def _not_far_over(cls, data: Any) -> Any:
-        return _refuse_far_over(data, "ids", MAX_GET_IDS, f"ids holds more than {MAX_GET_IDS} ids")
 
     def validate(self, limits: Limits = DEFAULT_LIMITS) -> GetRequest:  # type: ignore[override]
         _check_ids(self.ids, MAX_GET_IDS, limits)
         return self.model_copy(update={"reach": self.reach.validate() if self.reach else None})
 
 
-class ForgetByIds(Closed):
+class ForgetByIds(_Bounded):
+    _bound = ("ids", MAX_FORGET_IDS, f"ids holds more than {MAX_FORGET_IDS} ids")
     ids: list[str]
-
-    @model_validator(mode="before")
-    @classmethod
-    def _not_far_over(cls, data: Any) -> Any:
-        return _refuse_far_over(data, "ids", MAX_FORGET_IDS, f"ids holds more than {MAX_FORGET_IDS} ids")
 
     def validate(self, limits: Limits = DEFAULT_LIMITS) -> ForgetByIds:  # type: ignore[override]
         _check_ids(self.ids, MAX_FORGET_IDS, limits)
@@ -192,14 +186,10 @@ class ForgetRequest(RootModel[ForgetTarget]):
 _TARGETS = frozenset({"ids", "filter"})
 
 
-class ForgetWithinRequest(Closed):
+class ForgetWithinRequest(_Bounded):
+    _bound = ("ids", MAX_FORGET_IDS, f"ids holds more than {MAX_FORGET_IDS} ids")
     ids: list[str]
     reach: Reach
-
-    @model_validator(mode="before")
-    @classmethod
-    def _not_far_over(cls, data: Any) -> Any:
-        return _refuse_far_over(data, "ids", MAX_FORGET_IDS, f"ids holds more than {MAX_FORGET_IDS} ids")
 
     def validate(self, limits: Limits = DEFAULT_LIMITS) -> ForgetWithinRequest:  # type: ignore[override]
         _check_ids(self.ids, MAX_FORGET_IDS, limits)
