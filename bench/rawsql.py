@@ -321,7 +321,8 @@ class RawSql:
 
     async def list_page(self, after: int, limit: int = 100) -> tuple[list[str], int | None]:
         pred = filter_predicate(Filter())
-        rows = await self.run(list_sql(pred.sql()), {"after": after, "count": limit + 1, **pred.params})
+        params = {"after": after, "ceiling": None, "count": limit + 1, **pred.params}
+        rows = await self.run(list_sql(pred.sql()), params)
         page = rows[:limit]
         return [r["id"] for r in page], (page[-1]["seq"] if len(rows) > limit else None)
 

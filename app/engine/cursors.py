@@ -70,3 +70,12 @@ class CursorCodec:
         if data.get("s") != scope:
             raise InvalidRequest("cursor belongs to another query, filter or mode")
         return data["p"]
+
+
+def listing_position(position: Any) -> tuple[int, int | None]:
+    """A list cursor's ``(after, ceiling)``; a cursor issued before the ceiling held ``after`` alone."""
+    if isinstance(position, list) and len(position) == 2 and all(isinstance(p, int) for p in position):
+        return position[0], position[1]
+    if isinstance(position, int):
+        return position, None
+    return 0, None

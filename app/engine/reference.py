@@ -42,7 +42,7 @@ from app.contract.requests import (
 )
 from app.embeddings.protocol import Embedder
 from app.engine import answers
-from app.engine.cursors import CursorCodec, scope_of
+from app.engine.cursors import CursorCodec, listing_position, scope_of
 from app.engine.fusion import fuse
 from app.engine.keywords import MAX_TERMS, KeywordQuery
 
@@ -181,13 +181,15 @@ class ReferenceEngine:
     async def list(self, request: ListRequest) -> ListPage:
         request = request.validate(self._limits)
         scope = scope_of("list", request.filter)
-        after = self._cursors.resume(request.cursor, scope, 0)
-        rows = [(i, r) for i, r in self._admitted(request.filter) if r.seq > after]
+        after, ceiling = listing_position(self._cursors.resume(request.cursor, scope, None))
+        # Up to the last item stored when the first page was read, as the PostgreSQL engine pages.
+        ceiling = self._seq if ceiling is None else ceiling
+        rows = [(i, r) for i, r in self._admitted(request.filter) if after < r.seq <= ceiling]
         page = rows[: request.limit]
         more = len(rows) > request.limit
         return ListPage(
             items=[record.hit(item_id, 0.0) for item_id, record in page],
-            next_cursor=self._cursors.issue(scope, page[-1][1].seq) if more else None,
+            next_cursor=self._cursors.issue(scope, [page[-1][1].seq, ceiling]) if more else None,
         )
 
     async def get(self, request: GetRequest) -> list[Hit]:

@@ -259,6 +259,28 @@ async def test_hybrid_pages_cut_one_order_over_varied_items(engine: Any) -> None
     assert scores == sorted(scores, reverse=True)
 
 
+async def test_an_item_forgotten_and_stored_again_while_paging_is_not_listed_twice(engine: Any) -> None:
+    """Stored again, an item takes a new place at the end of the listing; a cursor that had passed
+    it met it there again. A listing holds what was stored when its first page was read."""
+    items = [learning(f"paging note {n}", tags=["paged"]) for n in range(3)]
+    first, second, third = [r.id for r in await engine.store_many(items)]
+    only = Filter.model_validate({"tags_any": ["paged"]})
+    page = await engine.list(ListRequest(filter=only, limit=1))
+    assert [h.id for h in page.items] == [first]
+    assert (await engine.forget(ForgetByIds(ids=[first]))).forgotten == 1
+    assert (await engine.store(items[0])).replayed is False
+    late = (await engine.store(learning("paging note, stored late", tags=["paged"]))).id
+    seen = [h.id for h in page.items]
+    cursor = page.next_cursor
+    while cursor is not None:
+        page = await engine.list(ListRequest(filter=only, limit=1, cursor=cursor))
+        seen += [h.id for h in page.items]
+        cursor = page.next_cursor
+    assert seen == [first, second, third]
+    fresh = await engine.list(ListRequest(filter=only, limit=10))
+    assert [h.id for h in fresh.items] == [second, third, first, late]
+
+
 async def test_a_cursor_for_another_query_or_forged_is_refused(engine: Any, stored: list[str]) -> None:
     page = await engine.fetch(FetchRequest(query="capital", mode="vector", limit=1))
     assert page.next_cursor

@@ -50,7 +50,7 @@ from app.contract.requests import (
 )
 from app.embeddings.protocol import Embedder
 from app.engine import answers
-from app.engine.cursors import CursorCodec, scope_of
+from app.engine.cursors import CursorCodec, listing_position, scope_of
 from app.engine.fusion import fuse, fusion_depth
 from app.engine.keywords import KeywordQuery
 from app.engine.postgres.errors import classify, database_errors
@@ -659,14 +659,15 @@ class PostgresEngine:
     async def list(self, request: ListRequest) -> ListPage:
         request = request.validate(self._limits)
         scope = scope_of("list", request.filter)
-        after = self._cursors.resume(request.cursor, scope, 0)
+        after, ceiling = listing_position(self._cursors.resume(request.cursor, scope, None))
         pred = filter_predicate(request.filter)
-        rows = await self._rows(list_sql(pred.sql()), {"after": int(after), "count": request.limit + 1, **pred.params})
+        params = {"after": after, "ceiling": ceiling, "count": request.limit + 1, **pred.params}
+        rows = await self._rows(list_sql(pred.sql()), params)
         page = rows[: request.limit]
         more = len(rows) > request.limit
         return ListPage(
             items=[hit_of(row, 0.0) for row in page],
-            next_cursor=self._cursors.issue(scope, page[-1]["seq"]) if more else None,
+            next_cursor=self._cursors.issue(scope, [page[-1]["seq"], rows[0]["ceiling"]]) if more else None,
         )
 
     async def get(self, request: GetRequest) -> list[Hit]:

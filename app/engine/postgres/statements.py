@@ -714,9 +714,17 @@ def sketch_sql(where: str, keys: SketchKeys) -> str:
 
 
 def list_sql(where: str) -> str:
+    """A page of the listing after ``:after``, up to ``:ceiling``: the last item stored when the
+    first page was read (NULL on the first page, which takes it and answers it in every row).
+
+    Items stored after that are left to a new listing: an item forgotten and stored again while a
+    client pages takes a new ``seq``, and without the ceiling a cursor that had passed it met it
+    again (contract §5: never returned twice)."""
     return f"""
-        SELECT {HIT_COLUMNS}, i.seq FROM engram_items i
-        WHERE i.seq > :after AND {where}
+        SELECT {HIT_COLUMNS}, i.seq, t.ceiling
+        FROM engram_items i,
+             (SELECT coalesce(CAST(:ceiling AS bigint), (SELECT max(seq) FROM engram_items)) AS ceiling) AS t
+        WHERE i.seq > :after AND i.seq <= t.ceiling AND {where}
         ORDER BY i.seq
         LIMIT :count
     """
