@@ -86,14 +86,17 @@ async def describe_engine(engine: Engine) -> Response:
 async def health(engine: Engine) -> JSONResponse:
     """`ok` or `degraded` with 200, `down` with 503; never an error envelope."""
     state = await engine.health()
-    return JSONResponse(state.model_dump(exclude_none=True), status_code=200 if state.is_serving else 503)
+    return JSONResponse(state.model_dump(exclude_none=True), status_code=_health_status(state))
 
 
 @router.head("/health", include_in_schema=False)
 async def health_probe(engine: Engine) -> Response:
     """The status of ``GET /v1/health`` without its body, for probes that ask with HEAD."""
-    state = await engine.health()
-    return Response(status_code=200 if state.is_serving else 503)
+    return Response(status_code=_health_status(await engine.health()))
+
+
+def _health_status(state: Health) -> int:
+    return 200 if state.is_serving else 503
 
 
 @router.get("/errors", response_model=ErrorCatalogue, operation_id="errors", responses=documented(401))

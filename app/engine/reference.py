@@ -118,11 +118,14 @@ class ReferenceEngine:
         return None
 
     async def store(self, item: StoredItem) -> StoreReceipt:
-        item.validate(self._limits)  # refused in the item's own words, not as items[0] of a batch never sent
-        return (await self.store_many([item]))[0]
+        # Refused in the item's own words, not as items[0] of a batch the client never sent.
+        return (await self._write([item.validate(self._limits)]))[0]
 
     async def store_many(self, items: list[StoredItem]) -> list[StoreReceipt]:
-        checked = StoreManyRequest.model_construct(items=items).validate(self._limits)
+        return await self._write(StoreManyRequest.model_construct(items=items).validate(self._limits))
+
+    async def _write(self, checked: list[StoredItem]) -> list[StoreReceipt]:
+        """Validated items, written in one transaction; a receipt each, in their order."""
         vectors = (await self._embedder.embed([item.render_text() for item in checked])).tolist()
         async with self._lock:
             receipts = []

@@ -435,11 +435,14 @@ class PostgresEngine:
     # Writes.
 
     async def store(self, item: StoredItem) -> StoreReceipt:
-        item.validate(self._limits)  # refused in the item's own words, not as items[0] of a batch never sent
-        return (await self.store_many([item]))[0]
+        # Refused in the item's own words, not as items[0] of a batch the client never sent.
+        return (await self._write([item.validate(self._limits)]))[0]
 
     async def store_many(self, items: list[StoredItem]) -> list[StoreReceipt]:
-        checked = StoreManyRequest.model_construct(items=items).validate(self._limits)
+        return await self._write(StoreManyRequest.model_construct(items=items).validate(self._limits))
+
+    async def _write(self, checked: list[StoredItem]) -> list[StoreReceipt]:
+        """Validated items, written in one transaction; a receipt each, in their order."""
         texts = [item.render_text() for item in checked]
         # The batch is embedded (off the event loop when large) from here on, while the ids are
         # computed and the items inserted: the work overlaps instead of
