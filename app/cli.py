@@ -30,7 +30,7 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
         else f"embedded PostgreSQL in {settings.data_dir}"
     )
     print(f"engram: database {database}", flush=True)
-    print(f"engram: embedder {settings.embedder} ({settings.embedding_dim} dimensions)", flush=True)
+    print(f"engram: embedder {settings.embedder}", flush=True)
     keys = len(settings.api_key_list())
     access = f"{keys} API key{'s' if keys != 1 else ''}" if keys else "none: every route is open (ENGRAM_API_KEYS)"
     print(f"engram: API keys {access}", flush=True)
@@ -87,13 +87,16 @@ def _port(text: str) -> int:
 
 
 def _migrate(args: argparse.Namespace, settings: Settings) -> int:
+    from app.embeddings.registry import build_embedder
     from app.engine.postgres import schema
     from app.engine.postgres.errors import database_errors
     from app.engine.postgres.service import resolve_database
 
-    url = asyncio.run(resolve_database(settings))
+    # A new database's vectors take the embedder's dimension, so the embedder is loaded to learn it.
+    dimension = settings.embedding_dim or build_embedder(settings).dimension
+    url = asyncio.run(resolve_database(settings, dimension))
     with database_errors():  # an unreachable server or a refused login is one line, not a traceback
-        schema.upgrade(url, embedding_dim=settings.embedding_dim, text_search_config=settings.text_search_config)
+        schema.upgrade(url, embedding_dim=dimension, text_search_config=settings.text_search_config)
     print(f"engram: schema of {schema.redacted(url)} is at {schema.head_revision()}", flush=True)
     return 0
 

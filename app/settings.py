@@ -12,7 +12,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
 from app.contract.limits import Limits
-from app.embeddings.registry import DIMENSIONS
+from app.embeddings.registry import EMBEDDERS
 from app.engine.postgres.statements import HNSW_EF_SEARCH, HNSW_EF_SEARCH_FILTERED
 
 
@@ -35,9 +35,26 @@ class Settings(BaseSettings):
     # size such as 512MB. Read when the embedded server starts (app/engine/postgres/embedded.py).
     embedded_shared_buffers: str = "auto"
 
-    # Embeddings.
-    embedder: str = "wordllama"
-    embedding_dim: int = 256
+    # Embeddings (docs/search-quality.md): which encoder, and what it needs.
+    embedder: str = "minilm"
+    # Unset: the embedder's own (minilm 384, wordllama 256; a fastembed model's). Required for openai.
+    # At most 4,000: the HNSW index is over half-precision vectors, which pgvector indexes up to there.
+    embedding_dim: int | None = Field(default=None, ge=1, le=4_000)
+    # A fastembed model name (embedder fastembed) or the endpoint's model (embedder openai).
+    embedding_model: str | None = None
+    # onnxruntime threads per encoder call; unset: every core.
+    embedding_threads: int | None = Field(default=None, ge=1)
+    # Instruction prefixes; unset: what the model family expects (app/embeddings/onnx.py PREFIXES).
+    embedding_query_prefix: str | None = None
+    embedding_document_prefix: str | None = None
+    # An OpenAI-compatible /v1/embeddings endpoint (embedder openai), e.g. http://localhost:11434/v1.
+    embedding_url: str | None = None
+    embedding_key: SecretStr | None = None
+    embedding_timeout_s: float = Field(default=30.0, gt=0)
+    embedding_batch_size: int = Field(default=64, ge=1, le=2048)
+    embedding_concurrency: int = Field(default=4, ge=1, le=64)
+    embedding_retries: int = Field(default=4, ge=0, le=20)
+
     # HNSW candidates per vector search, without and with a filter (a filtered search discards most of its
     # candidates, so it needs a wider one to find the true nearest admitted items). Measured at 100k items
     # (bench corpus, recall@10 against an exact scan; unfiltered / tag / subtree). Full-precision index
@@ -121,14 +138,21 @@ class Settings(BaseSettings):
         return value.lower() if isinstance(value, str) else value
 
     @model_validator(mode="after")
-    def _a_dimension_the_embedder_gives(self) -> Settings:
+    def _what_the_embedder_needs(self) -> Settings:
         # Checked before anything is made: a schema made for a dimension no embedder gives is refused
         # at every later start.
-        if self.embedder not in DIMENSIONS:
-            raise ValueError(f"ENGRAM_EMBEDDER must be one of {', '.join(DIMENSIONS)}")
-        if self.embedding_dim not in DIMENSIONS[self.embedder]:
-            given = ", ".join(map(str, DIMENSIONS[self.embedder]))
+        choice = EMBEDDERS.get(self.embedder)
+        if choice is None:
+            raise ValueError(f"ENGRAM_EMBEDDER must be one of {', '.join(EMBEDDERS)}")
+        if self.embedding_dim is not None and choice.dimensions and self.embedding_dim not in choice.dimensions:
+            given = ", ".join(map(str, choice.dimensions))
             raise ValueError(f"ENGRAM_EMBEDDING_DIM must be one of {given} for {self.embedder}")
+        if choice.needs_model and not (self.embedding_model or "").strip():
+            raise ValueError(f"ENGRAM_EMBEDDING_MODEL must name the model for the {self.embedder} embedder")
+        if choice.needs_url and not (self.embedding_url or "").strip():
+            raise ValueError(f"ENGRAM_EMBEDDING_URL must name the endpoint for the {self.embedder} embedder")
+        if choice.needs_url and self.embedding_dim is None:
+            raise ValueError(f"ENGRAM_EMBEDDING_DIM must give the model's dimension for the {self.embedder} embedder")
         return self
 
     @field_validator("text_search_config")

@@ -357,7 +357,7 @@ async def plans(raw: RawSql, embedder: WordLlamaEmbedder, queries: QuerySet) -> 
     """EXPLAIN (ANALYZE, BUFFERS) of one representative query per fetch case (the service's database)."""
     out: dict[str, str] = {}
     question, tag, subtree = queries.questions[0], queries.tags[0], queries.subtrees[0]
-    (vector,) = await embedder.embed([question])
+    (vector,) = await embedder.embed_queries([question])
     for mode in MODES:
         for variant in VARIANTS:
             if mode == "hybrid":
@@ -545,7 +545,7 @@ async def measured_run(
                         result["langgraph_wide"] = {}
                         for name in systems:
                             result[name]["fetch"] = latency[name]
-                        embed_calls = [lambda q=q: embedder.embed([q]) for q in queries.questions]
+                        embed_calls = [lambda q=q: embedder.embed_queries([q]) for q in queries.questions]
                         result["embed_query_ms"], _ = await measure(embed_calls)
                         say("quality: exact rankings for recall@10")
                         truth = await ExactNeighbours.load(exact_conn, embedder.name)

@@ -8,7 +8,11 @@ import numpy as np
 
 
 class Embedder(Protocol):
-    """Turns texts into unit vectors of a fixed dimension."""
+    """Turns texts into unit vectors of a fixed dimension.
+
+    Documents and queries are two calls: retrieval models such as bge or e5 expect each with
+    its own instruction prefix, and a query embedded as a document ranks worse.
+    """
 
     @property
     def name(self) -> str:
@@ -19,9 +23,12 @@ class Embedder(Protocol):
     def dimension(self) -> int: ...
 
     async def embed(self, texts: list[str]) -> np.ndarray:
-        """One unit vector per text, in order: a float32 array of ``len(texts)`` rows.
+        """One unit vector per stored text, in order: a float32 array of ``len(texts)`` rows.
 
         An array, not lists of floats: a batch goes to PostgreSQL in binary from it
-        (app/engine/postgres/vectors.py), and 25,600 Python floats made and read back
-        cost ~0.6 ms of a 100-item store (twentieth session)."""
+        (app/engine/postgres/vectors.py)."""
+        ...
+
+    async def embed_queries(self, texts: list[str]) -> np.ndarray:
+        """As ``embed``, for search queries."""
         ...

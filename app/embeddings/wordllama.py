@@ -14,11 +14,12 @@ from safetensors import safe_open
 from tokenizers import Tokenizer
 
 from app.contract.errors import ConfigError
-from app.embeddings.registry import DIMENSIONS
 
 _TOKENIZER = "l2_supercat_tokenizer_config.json"
 _WEIGHTS = "l2_supercat_256.safetensors"
 _FULL_DIMENSION = 256
+# The matryoshka weights truncate cleanly at these only.
+DIMENSIONS = (64, 128, _FULL_DIMENSION)
 # Below this many texts the thread hop costs more than it saves.
 _OFF_LOOP_THRESHOLD = 8
 
@@ -27,7 +28,7 @@ class WordLlamaEmbedder:
     """Static token embeddings, mean-pooled and normalised; fast on a CPU."""
 
     def __init__(self, dimension: int = _FULL_DIMENSION) -> None:
-        if dimension not in DIMENSIONS["wordllama"]:
+        if dimension not in DIMENSIONS:
             raise ConfigError(f"wordllama dimension must be 64, 128 or 256, got {dimension}")
         package = resources.files("wordllama")
         self._tokenizer = Tokenizer.from_file(str(package / "tokenizers" / _TOKENIZER))
@@ -86,3 +87,7 @@ class WordLlamaEmbedder:
         if len(texts) < _OFF_LOOP_THRESHOLD:
             return self.embed_sync(texts)
         return await anyio.to_thread.run_sync(self.embed_sync, texts)
+
+    async def embed_queries(self, texts: list[str]) -> np.ndarray:
+        """A static model reads a query as it reads a document."""
+        return await self.embed(texts)

@@ -14,8 +14,9 @@ from app.settings import Settings
 logger = logging.getLogger("engram")
 
 
-async def resolve_database(settings: Settings) -> str:
-    """The database URL: the configured one, or the embedded server (started and migrated here)."""
+async def resolve_database(settings: Settings, embedding_dim: int) -> str:
+    """The database URL: the configured one, or the embedded server (started and migrated here, its
+    vectors of ``embedding_dim`` when it is new)."""
     if settings.database_url is not None:
         return settings.database_url.get_secret_value()
     from app.engine.postgres.embedded import start_embedded
@@ -24,16 +25,15 @@ async def resolve_database(settings: Settings) -> str:
         lambda: start_embedded(settings.data_dir, shared_buffers=settings.embedded_shared_buffers)
     )
     await anyio.to_thread.run_sync(
-        lambda: schema.upgrade(
-            url, embedding_dim=settings.embedding_dim, text_search_config=settings.text_search_config
-        )
+        lambda: schema.upgrade(url, embedding_dim=embedding_dim, text_search_config=settings.text_search_config)
     )
     return url
 
 
 async def open_postgres_engine(settings: Settings) -> PostgresEngine:
-    url = await resolve_database(settings)
-    embedder = build_embedder(settings.embedder, settings.embedding_dim)
+    # Loaded first: a model that will not load ends the start before a database is made for it.
+    embedder = await anyio.to_thread.run_sync(build_embedder, settings)
+    url = await resolve_database(settings, embedder.dimension)
     engine = await PostgresEngine.connect(
         url,
         embedder,

