@@ -308,7 +308,7 @@ class RawSql:
     async def fetch(self, query: str, mode: str, request_filter: Filter, limit: int = 10) -> list[str]:
         if mode == "keyword":
             return [r["id"] for r in await self._ranking(query, mode, request_filter, None, limit + 1)][:limit]
-        (vector,) = await self._embedder.embed([query])
+        (vector,) = await self._embedder.embed_queries([query])
         if mode == "vector":
             return [r["id"] for r in await self._ranking(query, mode, request_filter, vector, limit + 1)][:limit]
         depth = fusion_depth(limit + 1)
@@ -317,7 +317,8 @@ class RawSql:
             self._ranking(query, "vector", request_filter, vector, depth, second=True),
         )
         seq = {r["id"]: r["seq"] for r in (*keyword, *nearest)}
-        return [item_id for item_id, _ in fuse([[r["id"] for r in keyword], [r["id"] for r in nearest]], seq)][:limit]
+        scored = [[(r["id"], float(r["score"])) for r in ranking] for ranking in (keyword, nearest)]
+        return [item_id for item_id, _ in fuse(*scored, seq)][:limit]
 
     async def list_page(self, after: int, limit: int = 100) -> tuple[list[str], int | None]:
         pred = filter_predicate(Filter())

@@ -1,17 +1,27 @@
-"""Reciprocal rank fusion: the ``hybrid`` ranking (contract §5) from a keyword and a vector ranking."""
+"""The ``hybrid`` ranking (contract §5): a convex combination of the keyword and vector scores.
+
+Score fusion, not rank fusion: each item scores ``(1 - VECTOR_WEIGHT) * keyword + VECTOR_WEIGHT *
+vector``, where ``keyword`` is its keyword score over the query's best (0..1: how close it comes
+to the best match) and ``vector`` its cosine similarity. Ranks throw away how far apart two
+items are, so reciprocal rank fusion let the weaker ranking drag the stronger down; scaled
+scores keep it (Bruch et al., "An Analysis of Fusion Functions for Hybrid Retrieval", ACM TOIS
+2023: a convex combination of theoretically normalised scores beat RRF on every data set).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from typing import TypeVar
 
-RRF_K = 60
+# The vector score's share, chosen on the long-conversation dev split (docs/tuning.md#hybrid-weight).
+VECTOR_WEIGHT = 0.7
 # How deep each ranking counts in the fusion. A fixed depth, not the page's end: fused at each
 # page's own depth, an item deeper in both rankings gained once a deeper cut saw it in both, so the
 # order changed from page to page and cursors repeated and skipped hits. 50 keeps a filtered vector
 # ranking's re-ranked candidates at their minimum (statements.sketch_candidates).
 FUSION_DEPTH = 50
 Key = TypeVar("Key", bound=Hashable)
+Scored = Sequence[tuple[Key, float]]
 
 
 def fusion_depth(end: int) -> int:
@@ -20,24 +30,38 @@ def fusion_depth(end: int) -> int:
 
 
 def fuse(
-    rankings: Iterable[Sequence[Key]], seq: Mapping[Key, int], k: int = RRF_K, depth: int = FUSION_DEPTH
+    keyword: Scored[Key],
+    vector: Scored[Key],
+    seq: Mapping[Key, int],
+    *,
+    weight: float = VECTOR_WEIGHT,
+    depth: int = FUSION_DEPTH,
 ) -> list[tuple[Key, float]]:
-    """Each key with the sum of ``1 / (k + rank)`` over the rankings that hold it within ``depth``,
-    best first; then the keys no ranking holds that high, each scored by its best rank.
+    """The keys of both rankings (each best first, with its scores), best first.
 
-    The order of the first ``n`` keys is the same whatever the rankings' length beyond ``n`` and
-    ``depth`` (each key after the fused ones has a rank at most its position, so all are read), and
-    scores never rise: a fused key has a rank within ``depth``, a later one none. Ties go to the key
-    stored first (lower ``seq``), as in every other ranking.
+    An item either ranking holds within ``depth`` is fused: an item the keyword ranking does not
+    hold that high takes 0 from it (it matched less, or not at all), one the vector ranking does
+    not hold that high takes the vector score at ``depth`` (its own is no higher). The keys past
+    ``depth`` in both follow by their best rank, scored below every fused key. So the first ``n``
+    keys are the same however far past ``depth`` the rankings were read, and scores never rise.
+    Ties go to the key stored first (lower ``seq``), as in every other ranking.
     """
-    scores: dict[Key, float] = {}
-    best: dict[Key, int] = {}
-    for ranking in rankings:
-        for rank, key in enumerate(ranking, start=1):
-            if rank <= depth:
-                scores[key] = scores.get(key, 0.0) + 1.0 / (k + rank)
-            elif rank < best.get(key, rank + 1):
-                best[key] = rank
-    fused = sorted(scores.items(), key=lambda scored: (-scored[1], seq[scored[0]]))
-    rest = sorted(((key, rank) for key, rank in best.items() if key not in scores), key=lambda r: (r[1], seq[r[0]]))
-    return fused + [(key, 1.0 / (k + rank)) for key, rank in rest]
+    top_keyword, top_vector = keyword[:depth], vector[:depth]
+    best_keyword = max((score for _, score in top_keyword), default=0.0)
+    keyword_part = {key: score / best_keyword for key, score in top_keyword} if best_keyword > 0 else {}
+    vector_part = dict(top_vector)
+    vector_floor = top_vector[-1][1] if top_vector else 0.0
+    fused = {
+        key: (1 - weight) * keyword_part.get(key, 0.0) + weight * vector_part.get(key, vector_floor)
+        for key in (*dict(top_keyword), *vector_part)
+    }
+    ranked = sorted(fused.items(), key=lambda scored: (-scored[1], seq[scored[0]]))
+    best_rank: dict[Key, int] = {}
+    for ranking in (keyword, vector):
+        for rank, (key, _) in enumerate(ranking[depth:], start=depth + 1):
+            if key not in fused and rank < best_rank.get(key, rank + 1):
+                best_rank[key] = rank
+    lowest = ranked[-1][1] if ranked else 0.0
+    rest = sorted(best_rank.items(), key=lambda ranked_key: (ranked_key[1], seq[ranked_key[0]]))
+    # Strictly below the lowest fused score, falling with the rank.
+    return ranked + [(key, lowest - (1 - depth / rank)) for key, rank in rest]

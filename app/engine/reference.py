@@ -42,6 +42,7 @@ from app.contract.requests import (
 )
 from app.embeddings.protocol import Embedder
 from app.engine import answers
+from app.engine.context import texts_to_embed, thread_of
 from app.engine.cursors import CursorCodec, listing_position, scope_of
 from app.engine.fusion import fuse
 from app.engine.keywords import MAX_TERMS, KeywordQuery
@@ -126,8 +127,12 @@ class ReferenceEngine:
 
     async def _write(self, checked: list[StoredItem]) -> list[StoreReceipt]:
         """Validated items, written in one transaction; a receipt each, in their order."""
-        vectors = (await self._embedder.embed([item.render_text() for item in checked])).tolist()
         async with self._lock:
+            threads = [thread_of(item) for item in checked]
+            in_order = sorted(self._records.values(), key=lambda r: r.seq)
+            latest = {thread: r.text for r in in_order if (thread := thread_of(r.item))}
+            embedded = texts_to_embed([item.render_text() for item in checked], threads, latest)
+            vectors = (await self._embedder.embed(embedded)).tolist()
             receipts = []
             for item, vector in zip(checked, vectors, strict=True):
                 item_id = item.fingerprint()
@@ -164,7 +169,7 @@ class ReferenceEngine:
             scored = [(i, r, _keyword_score(parsed, r.text)) for i, r in admitted]
             keyword = sorted([s for s in scored if s[2] > 0], key=lambda s: (-s[2], s[1].seq))
         if mode in ("vector", "hybrid"):
-            (qv,) = (await self._embedder.embed([query])).tolist()
+            (qv,) = (await self._embedder.embed_queries([query])).tolist()
             scored = [(i, r, _cosine(qv, r.vector)) for i, r in admitted]
             vector = sorted(scored, key=lambda s: (-s[2], s[1].seq))
         if mode == "keyword":
@@ -172,7 +177,11 @@ class ReferenceEngine:
         if mode == "vector":
             return vector
         records = {item_id: record for item_id, record, _ in vector}
-        fused = fuse([[i for i, _, _ in keyword], [i for i, _, _ in vector]], {i: r.seq for i, r in records.items()})
+        fused = fuse(
+            [(i, score) for i, _, score in keyword],
+            [(i, score) for i, _, score in vector],
+            {i: r.seq for i, r in records.items()},
+        )
         return [(item_id, records[item_id], score) for item_id, score in fused]
 
     async def recall(self, request: RecallRequest) -> RecallAnswer:

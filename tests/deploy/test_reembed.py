@@ -81,13 +81,15 @@ async def _nearest(engine: PostgresEngine, item: StoredItem) -> str:
 
 async def test_changing_the_embedder_is_refused_at_start(scratch: ScratchServer, embedder: WordLlamaEmbedder) -> None:
     url = await _database_with(scratch, learnings(3), embedder)
-    app = create_app(Settings(database_url=url, embedding_dim=128))
+    app = create_app(Settings(database_url=url, embedder="wordllama", embedding_dim=128))
     with pytest.raises(ConfigError) as caught:
         async with app.router.lifespan_context(app):
             pass
     assert caught.value.message == REFUSED_128
 
-    served = run_engram("serve", "--port", str(free_port()), database_url=url, embedding_dim="128", timeout=120)
+    served = run_engram(
+        "serve", "--port", str(free_port()), database_url=url, embedder="wordllama", embedding_dim="128", timeout=120
+    )
     assert served.returncode == 2
     assert served.stderr.strip().splitlines()[-1] == f"engram: {REFUSED_128}"
     assert "Traceback" not in served.stderr + served.stdout
@@ -117,7 +119,7 @@ async def test_reembed_switches_the_dimension_end_to_end(
         {"embedder": "wordllama-l2-supercat-256", "embedding_dim": "256", "text_search_config": "english"},
     )
 
-    result = run_engram("reembed", "--batch-size", "7", database_url=url, embedding_dim="128")
+    result = run_engram("reembed", "--batch-size", "7", database_url=url, embedder="wordllama", embedding_dim="128")
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "engram: re-embedded 30 items with wordllama-l2-supercat-128 (128 dimensions)"
     assert "re-embedding" in result.stderr and "30/30" in result.stderr  # the progress bar, on stderr
@@ -148,7 +150,7 @@ async def test_reembed_switches_the_dimension_end_to_end(
         await PostgresEngine.connect(url, embedder)
 
     # And back again, in process, in batches smaller than the data.
-    assert await reembed(Settings(database_url=url, embedding_dim=256), batch_size=4) == 0
+    assert await reembed(Settings(database_url=url, embedder="wordllama", embedding_dim=256), batch_size=4) == 0
     assert await _query(url, SKETCHES_OFF) == [(0,)]
     engine = await PostgresEngine.connect(url, embedder)
     try:
@@ -195,7 +197,7 @@ async def test_a_failed_reembed_leaves_the_old_vectors_in_place(
 
 async def test_reembed_of_an_empty_database(scratch: ScratchServer) -> None:
     url = await _database_with(scratch, [], WordLlamaEmbedder(256))
-    assert await reembed(Settings(database_url=url, embedding_dim=64), batch_size=10) == 0
+    assert await reembed(Settings(database_url=url, embedder="wordllama", embedding_dim=64), batch_size=10) == 0
     column, indexed, settings = await _vector_layout(url)
     assert (column, indexed, settings["embedding_dim"]) == ("vector(64)", "halfvec(64)", "64")
     engine = await PostgresEngine.connect(url, WordLlamaEmbedder(64))
@@ -225,10 +227,10 @@ async def test_reembed_with_another_model_waits_for_the_service_to_stop(
     try:
         await engine.list(ListRequest(limit=1))  # a pooled session is open, as in a service that served
         with pytest.raises(ConfigError, match="stop it before re-embedding"):
-            await reembed(Settings(database_url=url, embedding_dim=128), batch_size=10)
+            await reembed(Settings(database_url=url, embedder="wordllama", embedding_dim=128), batch_size=10)
         assert await _query(url, "SELECT count(*) FROM engram_embeddings") == [(5,)]  # nothing changed
         # The same model rebuilds its vectors beside the service.
-        assert await reembed(Settings(database_url=url, embedding_dim=256), batch_size=10) == 0
+        assert await reembed(Settings(database_url=url, embedder="wordllama", embedding_dim=256), batch_size=10) == 0
     finally:
         await engine.close()
-    assert await reembed(Settings(database_url=url, embedding_dim=128), batch_size=10) == 0
+    assert await reembed(Settings(database_url=url, embedder="wordllama", embedding_dim=128), batch_size=10) == 0

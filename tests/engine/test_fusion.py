@@ -1,4 +1,4 @@
-"""Reciprocal rank fusion, the two rankings of a hybrid fetch run at once, the ranking's statistics cache."""
+"""Score fusion, the two rankings of a hybrid fetch run at once, the ranking's statistics cache."""
 
 from __future__ import annotations
 
@@ -7,18 +7,43 @@ import random
 
 import pytest
 
-from app.engine.fusion import FUSION_DEPTH, RRF_K, fuse, fusion_depth
+from app.engine.fusion import FUSION_DEPTH, VECTOR_WEIGHT, fuse, fusion_depth
 from app.engine.postgres.engine import concurrently
 
 
-def test_fusion_sums_reciprocal_ranks_and_breaks_ties_by_storage_order() -> None:
+def test_fusion_combines_the_keyword_score_over_the_best_with_the_cosine() -> None:
     seq = {"a": 3, "b": 1, "c": 2, "d": 4}
-    fused = fuse([["a", "b", "c"], ["c", "a", "d"]], seq)
-    assert [key for key, _ in fused] == ["a", "c", "b", "d"]
-    assert dict(fused)["a"] == pytest.approx(1 / (RRF_K + 1) + 1 / (RRF_K + 2))
-    # b (first keyword hit, seq 1) and d (first vector hit, seq 4) score alike: storage order decides.
-    assert [key for key, _ in fuse([["d"], ["b"]], seq)] == ["b", "d"]
-    assert fuse([[], []], seq) == []
+    keyword = [("a", 8.0), ("b", 4.0)]
+    vector = [("c", 0.9), ("a", 0.5), ("d", 0.4), ("b", 0.2)]
+    fused = dict(fuse(keyword, vector, seq, weight=0.5))
+    assert fused["a"] == pytest.approx(0.5 * 1.0 + 0.5 * 0.5)
+    assert fused["b"] == pytest.approx(0.5 * 0.5 + 0.5 * 0.2)
+    # Not a keyword match: nothing from that half.
+    assert fused["c"] == pytest.approx(0.5 * 0.9)
+    assert [key for key, _ in fuse(keyword, vector, seq, weight=0.5)] == ["a", "c", "b", "d"]
+    # Only the ratio to the best keyword score counts, not the scale of the scores.
+    doubled = [(key, score * 2) for key, score in keyword]
+    assert fuse(doubled, vector, seq, weight=0.5) == fuse(keyword, vector, seq, weight=0.5)
+    assert fuse([], [], seq) == []
+
+
+def test_a_key_the_vector_ranking_does_not_hold_that_high_takes_its_score_at_the_depth() -> None:
+    seq = {f"k{i}": i for i in range(6)}
+    vector = [(f"k{i}", 1.0 - i / 10) for i in range(5)]
+    fused = dict(fuse([("k5", 1.0)], vector, seq, weight=0.5, depth=3))
+    assert fused["k5"] == pytest.approx(0.5 * 1.0 + 0.5 * 0.8)  # 0.8: the third vector score
+
+
+def test_ties_go_to_the_key_stored_first() -> None:
+    seq = {"b": 1, "d": 4}
+    assert [key for key, _ in fuse([], [("d", 0.5), ("b", 0.5)], seq)] == ["b", "d"]
+
+
+def test_the_weights_are_those_documented() -> None:
+    seq = {"a": 1, "b": 2}
+    fused = dict(fuse([("a", 2.0)], [("b", 0.6), ("a", 0.2)], seq))
+    assert fused["a"] == pytest.approx((1 - VECTOR_WEIGHT) * 1.0 + VECTOR_WEIGHT * 0.2)
+    assert fused["b"] == pytest.approx(VECTOR_WEIGHT * 0.6)
 
 
 def test_a_page_is_cut_from_one_order_whatever_its_depth() -> None:
@@ -30,27 +55,32 @@ def test_a_page_is_cut_from_one_order_whatever_its_depth() -> None:
     keys = [f"k{i}" for i in range(400)]
     seq = {key: i for i, key in enumerate(keys)}
     for _ in range(20):
-        vector = chance.sample(keys, len(keys))  # every admitted item
-        keyword = chance.sample(keys, chance.randrange(0, 300))  # the items holding a term
-        whole = fuse([keyword, vector], seq)
+        # Every admitted item in the vector ranking, the items holding a term in the keyword one.
+        vector = sorted(((key, chance.uniform(-0.2, 0.9)) for key in keys), key=lambda s: (-s[1], seq[s[0]]))
+        matching = chance.sample(keys, chance.randrange(0, 300))
+        keyword = sorted(((key, chance.uniform(0.1, 12)) for key in matching), key=lambda s: (-s[1], seq[s[0]]))
+        whole = fuse(keyword, vector, seq)
         assert sorted(key for key, _ in whole) == sorted(keys)
         scores = [score for _, score in whole]
         assert scores == sorted(scores, reverse=True)
         for end in (1, 11, 49, 50, 51, 77, 150, 399):
             depth = fusion_depth(end)
-            page = fuse([keyword[:depth], vector[:depth]], seq)[:end]
+            page = fuse(keyword[:depth], vector[:depth], seq)[:end]
             assert page == whole[:end]
 
 
-def test_fusion_counts_each_ranking_to_its_depth() -> None:
+def test_keys_past_the_depth_in_both_follow_by_their_best_rank_below_every_fused_one() -> None:
     seq = {f"k{i}": i for i in range(200)}
-    deep = [f"k{i}" for i in range(200)]
-    shallow = list(reversed(deep))
-    fused = dict(fuse([deep, shallow], seq))
-    # k0 is first in one ranking and 200th in the other, past the depth: only its first rank counts.
-    assert fused["k0"] == pytest.approx(1 / (RRF_K + 1))
-    # k100 is 101st and 100th: past the depth in both, it is scored by its best rank.
-    assert fused["k100"] == pytest.approx(1 / (RRF_K + 100))
+    deep = [(f"k{i}", 1.0 - i / 400) for i in range(200)]
+    shallow = [(key, 10.0 - n / 100) for n, (key, _) in enumerate(reversed(deep))]
+    fused = fuse(shallow, deep, seq)
+    scores = dict(fused)
+    # k0 is first in the vector ranking and 200th in the keyword one: only its vector score counts.
+    assert scores["k0"] == pytest.approx(VECTOR_WEIGHT * 1.0)
+    # k100 is 101st and 100th: past the depth in both, it follows the fused keys.
+    lowest_fused = min(scores[key] for key, _ in deep[:FUSION_DEPTH] + shallow[:FUSION_DEPTH])
+    assert scores["k100"] < lowest_fused
+    assert [key for key, _ in fused].index("k100") >= 2 * FUSION_DEPTH
     assert fusion_depth(11) == FUSION_DEPTH and fusion_depth(FUSION_DEPTH + 1) == FUSION_DEPTH + 1
 
 

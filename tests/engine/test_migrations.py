@@ -307,14 +307,14 @@ async def test_a_stray_revision_is_refused_too(scratch: ScratchServer) -> None:
 
 async def test_engram_migrate_is_idempotent_and_keeps_data(scratch: ScratchServer, embedder: WordLlamaEmbedder) -> None:
     url = scratch.new_database()
-    first = run_engram("migrate", database_url=url)
+    first = run_engram("migrate", database_url=url, embedder="wordllama")
     assert first.returncode == 0, first.stderr
     assert first.stdout.strip().endswith(f"is at {schema.head_revision()}")
     engine = await PostgresEngine.connect(url, embedder)
     items = learnings(3)
     await engine.store_many(items)
     await engine.close()
-    again = run_engram("migrate", database_url=url)
+    again = run_engram("migrate", database_url=url, embedder="wordllama")
     assert again.returncode == 0, again.stderr
     assert again.stdout == first.stdout
     assert await _stored_ids(url, embedder) == [item.fingerprint() for item in items]
@@ -541,6 +541,7 @@ async def test_0011_counts_the_facets_of_the_items_already_stored(
     assert await _scalar(url, "SELECT n FROM engram_facet_counts WHERE facet = ''") == 100
     assert await _scalar(url, triggers) == 3
 
+    await _upgrade(url)
     engine = await PostgresEngine.connect(url, embedder, background_indexing=False)
     try:
         await engine.store_many(varied_items(50, seed=12))

@@ -20,6 +20,7 @@ from tqdm import tqdm
 from app.contract.errors import ConfigError
 from app.embeddings.protocol import Embedder
 from app.embeddings.registry import build_embedder
+from app.engine.context import embedded_text
 from app.engine.postgres.errors import database_errors
 from app.engine.postgres.schema import async_url, ensure_current
 from app.engine.postgres.service import resolve_database
@@ -50,12 +51,27 @@ INSERT_SKETCHES = (
 )
 
 
+# The next items in the order they were stored, each with the text stored before it in its
+# thread (engram_items_thread), which is what a write embedded it after (app/engine/context.py).
+ITEMS_IN_ORDER = """
+    SELECT i.seq, i.id, i.text, p.text AS before
+    FROM engram_items i
+    LEFT JOIN LATERAL (
+        SELECT b.text FROM engram_items b
+        WHERE i.meta ? 'thread_id' AND b.namespace = i.namespace AND b.meta ? 'thread_id'
+          AND b.meta->>'thread_id' = i.meta->>'thread_id' AND b.seq < i.seq
+        ORDER BY b.seq DESC LIMIT 1
+    ) AS p ON true
+    WHERE i.seq > :after ORDER BY i.seq LIMIT :n
+"""
+
+
 async def reembed(settings: Settings, *, batch_size: int = 256) -> int:
     """Re-embed every item with the configured embedder; the process exit code."""
     if batch_size < 1:
         raise ConfigError("batch size must be at least 1")
-    embedder = build_embedder(settings.embedder, settings.embedding_dim)
-    url = await resolve_database(settings)
+    embedder = build_embedder(settings)
+    url = await resolve_database(settings, embedder.dimension)
     engine = create_async_engine(async_url(url))
     try:
         with database_errors():
@@ -109,15 +125,10 @@ async def _reembed(connection: AsyncConnection, embedder: Embedder, batch_size: 
     done, after = 0, 0
     with tqdm(total=total, unit="item", desc="re-embedding", file=sys.stderr) as progress:
         while True:
-            rows = (
-                await connection.execute(
-                    text("SELECT seq, id, text FROM engram_items WHERE seq > :after ORDER BY seq LIMIT :n"),
-                    {"after": after, "n": batch_size},
-                )
-            ).all()
+            rows = (await connection.execute(text(ITEMS_IN_ORDER), {"after": after, "n": batch_size})).all()
             if not rows:
                 break
-            vectors = await embedder.embed([row.text for row in rows])
+            vectors = await embedder.embed([embedded_text(row.text, row.before) for row in rows])
             batch = {"model": embedder.name, "ids": [row.id for row in rows], "vs": vector_array(vectors)}
             await connection.execute(text(INSERT_VECTORS), batch)
             await connection.execute(text(INSERT_SKETCHES), batch)

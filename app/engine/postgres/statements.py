@@ -126,6 +126,20 @@ INSERT_ITEMS = """
 # INSERT_ITEMS's parameters, one array each, in the order of engine.ItemRow's fields.
 INSERT_ITEMS_COLUMNS = ("ids", "kinds", "nss", "texts", "metas", "items", "conf", "obs", "srcs")
 
+# Which of a batch's ids are held already: their items are not embedded again.
+HELD_IDS = "SELECT id FROM engram_items WHERE id = ANY(CAST(:ids AS text[]))"
+
+# Each thread's latest item (engram_items_thread, migration 0012): what a new item of the thread
+# is embedded after (app/engine/context.py).
+THREAD_LATEST = """
+    SELECT t.ns, t.thread, (
+        SELECT b.text FROM engram_items b
+        WHERE b.namespace = t.ns AND b.meta ? 'thread_id' AND b.meta->>'thread_id' = t.thread
+        ORDER BY b.seq DESC LIMIT 1
+    ) AS text
+    FROM unnest(CAST(:nss AS text[]), CAST(:threads AS text[])) AS t(ns, thread)
+"""
+
 # A write queues its vectors in the backlog (migration 0004), unindexed, and says how many wait
 # there now, its own included (the count does not see the rows this statement adds); the indexer
 # (app/engine/postgres/indexer.py) moves them into engram_embeddings and so into the HNSW index.
