@@ -148,7 +148,7 @@ def read_jsonl(path: str | Path) -> LabelledSet:
             raise LabelledSetError(f'{where}: \'type\' must be "item" or "question"')
         unknown = sorted(set(record) - allowed)
         if unknown:
-            raise LabelledSetError(f"{where}: unknown key {', '.join(map(repr, unknown))} in a {kind}")
+            raise LabelledSetError(f"{where}: unknown key {', '.join(map(repr, unknown))} for type {kind!r}")
         key = _string(record, "key", where)
         assert key is not None
         if key in seen:
