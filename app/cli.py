@@ -188,12 +188,15 @@ def _eval(args: argparse.Namespace, settings: Settings) -> int:
             print(f"engram: kept the items in namespace {run.scratch}", file=sys.stderr)
         doc = report.document(run, ks, embedder=embedder)
         failures = report.check(doc, checked, args.check_tolerance) if args.check else []
-    except (EvaluationError, LabelledSetError, ValueError) as error:
+        if args.details:
+            try:
+                with open(args.details, "w", encoding="utf-8") as stream:
+                    report.write_details(run, stream)
+            except OSError as error:
+                raise EvaluationError(f"cannot write {args.details}: {error.strerror or error}") from None
+    except (EvaluationError, LabelledSetError) as error:
         print(f"engram: {error}", file=sys.stderr)
         return 2
-    if args.details:
-        with open(args.details, "w", encoding="utf-8") as stream:
-            report.write_details(run, stream)
     if args.json:
         if args.check:
             doc["check"] = {

@@ -9,7 +9,7 @@ from typing import IO, Any
 
 from app.evaluation.labelled import ALL
 from app.evaluation.metrics import NDCG_DEPTH, mean, ndcg_at, recall_at, reciprocal_rank
-from app.evaluation.runner import Run
+from app.evaluation.runner import EvaluationError, Run
 
 Scores = dict[str, float]
 """One row: ``recall@k`` for each k, ``mrr``, ``ndcg@10`` and ``count``."""
@@ -109,7 +109,7 @@ def check(doc: dict[str, Any], metric: str, tolerance: float = 0.0) -> list[Chec
     modes = doc["modes"]
     missing = [m for m in CHECKED_MODES if m not in modes]
     if missing:
-        raise ValueError(f"--check compares keyword, vector and hybrid; not measured: {', '.join(missing)}")
+        raise EvaluationError(f"--check compares keyword, vector and hybrid; not measured: {', '.join(missing)}")
     failures = []
     for category, scores in modes["hybrid"].items():
         best_mode = max(("keyword", "vector"), key=lambda m: modes[m][category][metric])

@@ -147,7 +147,13 @@ async def ask(client: httpx.AsyncClient, run: Run, *, concurrency: int, progress
             gold = tuple(dict.fromkeys(run.ids[key] for key in question.gold))
             return QuestionResult(question=question, gold_ids=gold, rankings=rankings)
 
-        run.results = list(await asyncio.gather(*(one(q) for q in questions)))
+        # A task group, not gather: one failed question cancels the others before the clean-up runs.
+        try:
+            async with asyncio.TaskGroup() as group:
+                tasks = [group.create_task(one(q)) for q in questions]
+        except* EvaluationError as failed:
+            raise failed.exceptions[0] from None
+        run.results = [task.result() for task in tasks]
 
 
 async def forget(client: httpx.AsyncClient, scratch: str) -> int:
@@ -195,5 +201,8 @@ async def evaluate(
         await ask(client, run, concurrency=concurrency, progress=progress)
     finally:
         if not keep:
-            run.forgotten = await forget(client, run.scratch)
+            try:
+                run.forgotten = await forget(client, run.scratch)
+            except EvaluationError as error:
+                raise EvaluationError(f"{error}; the items stay in namespace {run.scratch}") from None
     return run

@@ -112,3 +112,12 @@ async def test_a_refused_key_is_one_error(make_client: ClientFactory) -> None:
         guarded.headers["Authorization"] = "Bearer wrong"
         with pytest.raises(EvaluationError, match="GET /v1/engine answered 401: unauthorized"):
             await evaluate(guarded, read_jsonl(TINY), progress=False)
+
+
+async def test_a_refused_question_stops_the_asking_and_the_scratch_is_still_emptied(client: httpx.AsyncClient) -> None:
+    labelled = read_jsonl(TINY)
+    too_long = Question("q-long", "word " * 1000, ("otter",), "long")
+    labelled = LabelledSet(labelled.items, (*labelled.questions, too_long))
+    with pytest.raises(EvaluationError, match=r"asking q-long \(keyword\): POST /v1/fetch answered 400"):
+        await evaluate(client, labelled, progress=False, scratch="project:eval-test3")
+    assert await listed(client, subtree("project:eval-test3")) == []
