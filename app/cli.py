@@ -123,6 +123,16 @@ def _ks(text: str) -> tuple[int, ...]:
     return ks
 
 
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if not 1 <= value <= 1000:
+        raise argparse.ArgumentTypeError(f"{value} is not in 1..1000")
+    return value
+
+
 def _names(text: str) -> tuple[str, ...]:
     names = tuple(dict.fromkeys(part.strip() for part in text.split(",") if part.strip()))
     if not names:
@@ -157,7 +167,7 @@ def _eval(args: argparse.Namespace, settings: Settings) -> int:
                 client,
                 labelled,
                 modes=args.modes,
-                depth=max(*ks, NDCG_DEPTH),
+                depth=max(*ks, NDCG_DEPTH, args.depth or 0),
                 concurrency=args.concurrency,
                 keep=args.keep,
                 progress=not args.quiet,
@@ -233,12 +243,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     evaluation.add_argument("set", help="a JSONL labelled set, LoCoMo's JSON, or the name of a bundled set")
     evaluation.add_argument("--url", help="a running service (default: a private embedded one, removed afterwards)")
-    evaluation.add_argument("--api-key", help="its API key (or ENGRAM_EVAL_API_KEY)")
-    evaluation.add_argument("--modes", type=_names, help="fetch modes, comma-separated (default: all offered)")
-    evaluation.add_argument("--k", type=_ks, default=(1, 5, 10), help="recall cut-offs (default 1,5,10)")
+    evaluation.add_argument("--api-key", metavar="KEY", help="its API key (or ENGRAM_EVAL_API_KEY)")
+    evaluation.add_argument(
+        "--modes", type=_names, metavar="M,M", help="fetch modes, comma-separated (default: all offered)"
+    )
+    evaluation.add_argument("--k", type=_ks, default=(1, 5, 10), metavar="K,K", help="recall cut-offs (default 1,5,10)")
     evaluation.add_argument(
         "--categories",
         type=_names,
+        metavar="C,C",
         help="question categories to ask (default: all but "
         "the ones a set leaves out by default, such as LoCoMo's adversarial)",
     )
@@ -249,9 +262,20 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="exit 1 when hybrid recall is below the better of keyword and vector, overall or in a category",
     )
-    evaluation.add_argument("--check-tolerance", type=float, default=0.0, help="absolute slack for --check")
+    evaluation.add_argument(
+        "--check-tolerance", type=float, default=0.0, metavar="X", help="absolute slack for --check"
+    )
     evaluation.add_argument("--keep", action="store_true", help="leave the stored items in the service")
-    evaluation.add_argument("--concurrency", type=int, default=4, help="questions asked at once (default 4)")
+    evaluation.add_argument(
+        "--depth",
+        type=_count,
+        metavar="N",
+        help="hits read per question (default: the largest k, at least 10); deeper rankings in --details "
+        "let fusion be studied offline",
+    )
+    evaluation.add_argument(
+        "--concurrency", type=_count, default=4, metavar="N", help="questions asked at once (default 4)"
+    )
     evaluation.add_argument("--quiet", action="store_true", help="no progress bars")
     evaluation.set_defaults(run=_eval)
     return parser
