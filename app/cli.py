@@ -149,7 +149,7 @@ def _eval(args: argparse.Namespace, settings: Settings) -> int:
     from app.evaluation.embedded import in_process_client, private_database
     from app.evaluation.labelled import LabelledSetError, load
     from app.evaluation.metrics import NDCG_DEPTH
-    from app.evaluation.runner import EvaluationError, evaluate
+    from app.evaluation.runner import EvaluationError, Run, evaluate
 
     # One line per request at INFO would bury the progress bars.
     logging.getLogger("httpx").setLevel(logging.WARNING)
@@ -162,7 +162,7 @@ def _eval(args: argparse.Namespace, settings: Settings) -> int:
         if args.check and args.modes is not None and not set(report.CHECKED_MODES) <= set(args.modes):
             raise EvaluationError("--check compares keyword, vector and hybrid: ask all three")
 
-        async def measure(client: httpx.AsyncClient) -> Any:
+        async def measure(client: httpx.AsyncClient) -> Run:
             return await evaluate(
                 client,
                 labelled,
@@ -177,7 +177,7 @@ def _eval(args: argparse.Namespace, settings: Settings) -> int:
             key = args.api_key or os.environ.get("ENGRAM_EVAL_API_KEY")
             headers = {"Authorization": f"Bearer {key}"} if key else {}
 
-            async def remote() -> Any:
+            async def remote() -> Run:
                 async with httpx.AsyncClient(base_url=args.url, headers=headers, timeout=60) as client:
                     return await measure(client)
 
@@ -187,7 +187,7 @@ def _eval(args: argparse.Namespace, settings: Settings) -> int:
             if args.keep:
                 print("engram: --keep has no effect without --url: the private server is removed", file=sys.stderr)
 
-            async def embedded(url: str) -> Any:
+            async def embedded(url: str) -> Run:
                 async with in_process_client(settings, url) as client:
                     return await measure(client)
 
