@@ -1,4 +1,4 @@
-"""The ``engram`` command: serve, migrate, openapi, reembed."""
+"""The ``engram`` command: serve, migrate, openapi, reembed, eval."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import contextlib
 import logging
+import os
 import signal
 import sys
 from collections.abc import Iterator
@@ -115,6 +116,115 @@ def _reembed(args: argparse.Namespace, settings: Settings) -> int:
     return asyncio.run(reembed(settings, batch_size=args.batch_size))
 
 
+def _ks(text: str) -> tuple[int, ...]:
+    try:
+        ks = tuple(sorted({int(part) for part in text.split(",") if part.strip()}))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of integers") from None
+    if not ks or not all(1 <= k <= 1000 for k in ks):
+        raise argparse.ArgumentTypeError("each k must be 1..1000")
+    return ks
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if not 1 <= value <= 1000:
+        raise argparse.ArgumentTypeError(f"{value} is not in 1..1000")
+    return value
+
+
+def _names(text: str) -> tuple[str, ...]:
+    names = tuple(dict.fromkeys(part.strip() for part in text.split(",") if part.strip()))
+    if not names:
+        raise argparse.ArgumentTypeError("name at least one")
+    return names
+
+
+def _eval(args: argparse.Namespace, settings: Settings) -> int:
+    import json
+
+    import httpx
+
+    from app.evaluation import report
+    from app.evaluation.embedded import in_process_client, private_database
+    from app.evaluation.labelled import LabelledSetError, load
+    from app.evaluation.metrics import NDCG_DEPTH
+    from app.evaluation.runner import EvaluationError, Run, evaluate
+
+    # One line per request at INFO would bury the progress bars.
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+    ks: tuple[int, ...] = args.k
+    checked = f"recall@{10 if 10 in ks else max(ks)}"
+    try:
+        labelled = load(args.set).select(args.categories)
+        if not labelled.questions:
+            raise LabelledSetError(f"{labelled.name}: no question left to ask")
+        if args.check and args.modes is not None and not set(report.CHECKED_MODES) <= set(args.modes):
+            raise EvaluationError("--check compares keyword, vector and hybrid: ask all three")
+
+        async def measure(client: httpx.AsyncClient) -> Run:
+            return await evaluate(
+                client,
+                labelled,
+                modes=args.modes,
+                depth=max(*ks, NDCG_DEPTH, args.depth or 0),
+                concurrency=args.concurrency,
+                keep=args.keep,
+                progress=not args.quiet,
+            )
+
+        if args.url:
+            key = args.api_key or os.environ.get("ENGRAM_EVAL_API_KEY")
+            headers = {"Authorization": f"Bearer {key}"} if key else {}
+
+            async def remote() -> Run:
+                async with httpx.AsyncClient(base_url=args.url, headers=headers, timeout=60) as client:
+                    return await measure(client)
+
+            run = asyncio.run(remote())
+            embedder = None
+        else:
+            if args.keep:
+                print("engram: --keep has no effect without --url: the private server is removed", file=sys.stderr)
+
+            async def embedded(url: str) -> Run:
+                async with in_process_client(settings, url) as client:
+                    return await measure(client)
+
+            with private_database(settings) as url:
+                run = asyncio.run(embedded(url))
+            embedder = f"{settings.embedder} ({settings.embedding_dim} dimensions)"
+        if args.keep and args.url:
+            print(f"engram: kept the items in namespace {run.scratch}", file=sys.stderr)
+        doc = report.document(run, ks, embedder=embedder)
+        failures = report.check(doc, checked, args.check_tolerance) if args.check else []
+        if args.details:
+            try:
+                with open(args.details, "w", encoding="utf-8") as stream:
+                    report.write_details(run, stream)
+            except OSError as error:
+                raise EvaluationError(f"cannot write {args.details}: {error.strerror or error}") from None
+    except (EvaluationError, LabelledSetError) as error:
+        print(f"engram: {error}", file=sys.stderr)
+        return 2
+    if args.json:
+        if args.check:
+            doc["check"] = {
+                "metric": checked,
+                "tolerance": args.check_tolerance,
+                "failures": [vars(f) for f in failures],
+            }
+        print(json.dumps(doc, indent=2))
+    else:
+        sys.stdout.write(report.text(doc))
+    for failure in failures:
+        print(f"engram: check failed: {failure}", file=sys.stderr)
+    return 1 if failures else 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The command line; the Dockerfile's CMD is checked against it."""
     parser = argparse.ArgumentParser(prog="engram", description="A self-hosted memory service for AI agents.")
@@ -128,6 +238,49 @@ def build_parser() -> argparse.ArgumentParser:
     reembed = commands.add_parser("reembed", help="re-embed every item with the configured embedder")
     reembed.add_argument("--batch-size", type=int, default=256)
     reembed.set_defaults(run=_reembed)
+    evaluation = commands.add_parser(
+        "eval",
+        help="measure retrieval quality on a labelled set",
+        description="Store a labelled set into a scratch namespace, ask every question in every mode, print "
+        "recall@k, MRR and nDCG@10 per mode and category, and forget what was stored (docs/evaluation.md).",
+    )
+    evaluation.add_argument("set", help="a JSONL labelled set, LoCoMo's JSON, or the name of a bundled set")
+    evaluation.add_argument("--url", help="a running service (default: a private embedded one, removed afterwards)")
+    evaluation.add_argument("--api-key", metavar="KEY", help="its API key (or ENGRAM_EVAL_API_KEY)")
+    evaluation.add_argument(
+        "--modes", type=_names, metavar="M,M", help="fetch modes, comma-separated (default: all offered)"
+    )
+    evaluation.add_argument("--k", type=_ks, default=(1, 5, 10), metavar="K,K", help="recall cut-offs (default 1,5,10)")
+    evaluation.add_argument(
+        "--categories",
+        type=_names,
+        metavar="C,C",
+        help="question categories to ask (default: all but "
+        "the ones a set leaves out by default, such as LoCoMo's adversarial)",
+    )
+    evaluation.add_argument("--json", action="store_true", help="print one JSON document instead of tables")
+    evaluation.add_argument("--details", metavar="FILE", help="write one JSON line per question and mode")
+    evaluation.add_argument(
+        "--check",
+        action="store_true",
+        help="exit 1 when hybrid recall is below the better of keyword and vector, overall or in a category",
+    )
+    evaluation.add_argument(
+        "--check-tolerance", type=float, default=0.0, metavar="X", help="absolute slack for --check"
+    )
+    evaluation.add_argument("--keep", action="store_true", help="leave the stored items in the service")
+    evaluation.add_argument(
+        "--depth",
+        type=_count,
+        metavar="N",
+        help="hits read per question (default: the largest k, at least 10); deeper rankings in --details "
+        "let fusion be studied offline",
+    )
+    evaluation.add_argument(
+        "--concurrency", type=_count, default=4, metavar="N", help="questions asked at once (default 4)"
+    )
+    evaluation.add_argument("--quiet", action="store_true", help="no progress bars")
+    evaluation.set_defaults(run=_eval)
     return parser
 
 

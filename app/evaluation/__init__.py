@@ -1,0 +1,1 @@
+"""``engram eval``: retrieval quality of a running service, measured on a labelled set."""

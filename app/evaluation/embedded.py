@@ -1,0 +1,50 @@
+"""A private service for one evaluation: its own PostgreSQL in a temporary directory, served in-process.
+
+Nothing the user keeps is touched: the configured database (ENGRAM_DATABASE_URL or the data
+directory) is never opened, and the temporary server and its files are gone afterwards.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
+
+import httpx
+from pydantic import SecretStr
+
+from app.settings import Settings
+
+
+@contextmanager
+def private_database(settings: Settings) -> Iterator[str]:
+    """Start an embedded PostgreSQL in a fresh temporary directory, migrated; yield its URL; remove it all."""
+    from app.engine.postgres import schema
+    from app.engine.postgres.embedded import start_embedded
+
+    directory = Path(tempfile.mkdtemp(prefix="engram-eval-"))
+    server = None
+    try:
+        url, server = start_embedded(directory, shared_buffers=settings.embedded_shared_buffers)
+        schema.upgrade(url, embedding_dim=settings.embedding_dim, text_search_config=settings.text_search_config)
+        yield url
+    finally:
+        if server is not None:
+            server.cleanup()
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+@asynccontextmanager
+async def in_process_client(settings: Settings, database_url: str) -> AsyncIterator[httpx.AsyncClient]:
+    """The app built from ``settings`` (so its configured embedder) over ``database_url``, inside its lifespan."""
+    from app.main import create_app
+
+    app = create_app(
+        settings.model_copy(update={"database_url": SecretStr(database_url), "api_keys": None, "api_keys_file": None})
+    )
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+        async with httpx.AsyncClient(transport=transport, base_url="http://engram.eval", timeout=60) as client:
+            yield client
