@@ -148,6 +148,7 @@ def _eval(args: argparse.Namespace, settings: Settings) -> int:
 
     import httpx
 
+    from app.embeddings.registry import build_embedder
     from app.evaluation import report
     from app.evaluation.embedded import in_process_client, private_database
     from app.evaluation.labelled import LabelledSetError, load
@@ -190,13 +191,15 @@ def _eval(args: argparse.Namespace, settings: Settings) -> int:
             if args.keep:
                 print("engram: --keep has no effect without --url: the private server is removed", file=sys.stderr)
 
+            model = build_embedder(settings)
+
             async def embedded(url: str) -> Run:
-                async with in_process_client(settings, url) as client:
+                async with in_process_client(settings, url, model) as client:
                     return await measure(client)
 
-            with private_database(settings) as url:
+            with private_database(settings, model.dimension) as url:
                 run = asyncio.run(embedded(url))
-            embedder = f"{settings.embedder} ({settings.embedding_dim} dimensions)"
+            embedder = f"{model.name} ({model.dimension} dimensions)"
         if args.keep and args.url:
             print(f"engram: kept the items in namespace {run.scratch}", file=sys.stderr)
         doc = report.document(run, ks, embedder=embedder)

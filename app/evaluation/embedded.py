@@ -15,11 +15,12 @@ from pathlib import Path
 import httpx
 from pydantic import SecretStr
 
+from app.embeddings.protocol import Embedder
 from app.settings import Settings
 
 
 @contextmanager
-def private_database(settings: Settings) -> Iterator[str]:
+def private_database(settings: Settings, embedding_dim: int) -> Iterator[str]:
     """Start an embedded PostgreSQL in a fresh temporary directory, migrated; yield its URL; remove it all."""
     from app.engine.postgres import schema
     from app.engine.postgres.embedded import start_embedded
@@ -28,7 +29,7 @@ def private_database(settings: Settings) -> Iterator[str]:
     server = None
     try:
         url, server = start_embedded(directory, shared_buffers=settings.embedded_shared_buffers)
-        schema.upgrade(url, embedding_dim=settings.embedding_dim, text_search_config=settings.text_search_config)
+        schema.upgrade(url, embedding_dim=embedding_dim, text_search_config=settings.text_search_config)
         yield url
     finally:
         if server is not None:
@@ -37,12 +38,20 @@ def private_database(settings: Settings) -> Iterator[str]:
 
 
 @asynccontextmanager
-async def in_process_client(settings: Settings, database_url: str) -> AsyncIterator[httpx.AsyncClient]:
-    """The app built from ``settings`` (so its configured embedder) over ``database_url``, inside its lifespan."""
+async def in_process_client(
+    settings: Settings, database_url: str, embedder: Embedder
+) -> AsyncIterator[httpx.AsyncClient]:
+    """The app built from ``settings`` with the configured ``embedder`` over ``database_url``, inside its lifespan."""
+    from app.engine.postgres.service import open_postgres_engine
+    from app.engine.protocol import MemoryEngine
     from app.main import create_app
 
+    async def engine_with_the_embedder(served: Settings) -> MemoryEngine:
+        return await open_postgres_engine(served, embedder)
+
     app = create_app(
-        settings.model_copy(update={"database_url": SecretStr(database_url), "api_keys": None, "api_keys_file": None})
+        settings.model_copy(update={"database_url": SecretStr(database_url), "api_keys": None, "api_keys_file": None}),
+        engine_factory=engine_with_the_embedder,
     )
     async with app.router.lifespan_context(app):
         transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)

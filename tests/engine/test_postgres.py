@@ -757,3 +757,86 @@ async def test_connections_the_server_closed_are_replaced_not_used(
     assert [hit.text for hit in page.hits] == ["before the backend went away"]
     receipt = await pg_engine.store(learning("after the backend went away"))
     assert not receipt.replayed
+
+
+class CountingEmbedder:
+    """The real embedder, recording every text it is asked to embed."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+        self.texts: list[str] = []
+
+    @property
+    def name(self) -> str:
+        return str(self._inner.name)
+
+    @property
+    def dimension(self) -> int:
+        return int(self._inner.dimension)
+
+    async def embed(self, texts: list[str]) -> np.ndarray:
+        self.texts += texts
+        return await self._inner.embed(texts)
+
+    async def embed_queries(self, texts: list[str]) -> np.ndarray:
+        return await self._inner.embed_queries(texts)
+
+
+async def test_a_text_is_embedded_once_and_a_replay_not_at_all(database_url: str, embedder: Any) -> None:
+    counting = CountingEmbedder(embedder)
+    engine = await PostgresEngine.connect(database_url, counting)
+    try:
+        await truncate(engine)
+        same_text = [learning("one fact", tags=["a"]), learning("one fact", tags=["b"]), learning("another")]
+        receipts = await engine.store_many([*same_text, same_text[0]])
+        assert [r.replayed for r in receipts] == [False, False, False, True]
+        assert sorted(counting.texts) == ["another", "one fact"]
+        counting.texts.clear()
+        await engine.store_many(same_text)
+        await engine.store(same_text[2])
+        assert counting.texts == []
+        assert await count_rows(engine) == (3, 3)
+    finally:
+        await engine.close()
+
+
+async def test_an_item_of_a_thread_is_embedded_after_the_item_stored_before_it(
+    database_url: str, embedder: Any
+) -> None:
+    def turn(text_: str, thread: str, namespace: str = "user:ana") -> StoredItem:
+        meta = {"thread_id": thread, "namespace": namespace}
+        return ITEM_ADAPTER.validate_python(
+            {"type": "conversation", "turns": [{"role": "user", "text": text_}], "meta": meta}
+        )
+
+    counting = CountingEmbedder(embedder)
+    engine = await PostgresEngine.connect(database_url, counting)
+    try:
+        await truncate(engine)
+        await engine.store(turn("Did you go to the pottery class?", "s1"))
+        await engine.store_many([turn("Yes, last Tuesday!", "s1"), turn("Other talk", "s2"), turn("It was fun", "s1")])
+        # Another namespace's thread of the same name is another thread.
+        await engine.store(turn("Unrelated", "s1", namespace="user:bob"))
+        assert counting.texts == [
+            "user: Did you go to the pottery class?",
+            "user: Did you go to the pottery class?\nuser: Yes, last Tuesday!",
+            "user: Other talk",
+            "user: Yes, last Tuesday!\nuser: It was fun",
+            "user: Unrelated",
+        ]
+        # The vector kept is the one of the text in context; the stored text is the item's own.
+        (expected,) = await embedder.embed([counting.texts[1]])
+        page = await engine.fetch(FetchRequest(query="Yes, last Tuesday!", mode="keyword", limit=1))
+        assert page.hits[0].text == "user: Yes, last Tuesday!"
+        async with engine.database.connect() as connection:
+            kept = await connection.scalar(
+                text(
+                    "SELECT coalesce(e.embedding, b.embedding)::text FROM engram_items i "
+                    "LEFT JOIN engram_embeddings e ON e.item_id = i.id "
+                    "LEFT JOIN engram_vector_backlog b ON b.item_id = i.id WHERE i.id = :id"
+                ),
+                {"id": page.hits[0].id},
+            )
+        assert np.allclose(np.array(json.loads(kept), dtype=np.float32), expected, atol=1e-6)
+    finally:
+        await engine.close()

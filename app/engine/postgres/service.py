@@ -6,6 +6,7 @@ import logging
 
 import anyio.to_thread
 
+from app.embeddings.protocol import Embedder
 from app.embeddings.registry import build_embedder
 from app.engine.postgres import schema
 from app.engine.postgres.engine import PostgresEngine
@@ -30,9 +31,10 @@ async def resolve_database(settings: Settings, embedding_dim: int) -> str:
     return url
 
 
-async def open_postgres_engine(settings: Settings) -> PostgresEngine:
+async def open_postgres_engine(settings: Settings, embedder: Embedder | None = None) -> PostgresEngine:
+    """The engine with the configured embedder (or ``embedder``, already loaded)."""
     # Loaded first: a model that will not load ends the start before a database is made for it.
-    embedder = await anyio.to_thread.run_sync(build_embedder, settings)
+    embedder = embedder or await anyio.to_thread.run_sync(build_embedder, settings)
     url = await resolve_database(settings, embedder.dimension)
     engine = await PostgresEngine.connect(
         url,

@@ -1,0 +1,35 @@
+"""What is embedded for an item: its own text, after the end of the item before it in its thread."""
+
+from __future__ import annotations
+
+from app.contract.items import ITEM_ADAPTER
+from app.engine.context import BEFORE_CHARS, embedded_text, texts_to_embed, thread_of
+
+
+def turn(text: str, **meta: str) -> object:
+    item = {"type": "conversation", "turns": [{"role": "user", "text": text}], "meta": meta}
+    return ITEM_ADAPTER.validate_python(item).validate()
+
+
+def test_an_item_outside_a_thread_is_embedded_as_it_is() -> None:
+    assert embedded_text("Yes, last Tuesday!", None) == "Yes, last Tuesday!"
+    assert thread_of(turn("hello")) is None  # type: ignore[arg-type]
+
+
+def test_a_thread_is_its_namespace_and_id() -> None:
+    assert thread_of(turn("hi", thread_id="t1")) == ("", "t1")  # type: ignore[arg-type]
+    assert thread_of(turn("hi", thread_id="t1", namespace=" user:ana ")) == ("user:ana", "t1")  # type: ignore[arg-type]
+
+
+def test_the_item_before_is_read_from_its_end_and_the_item_keeps_its_own_text_whole() -> None:
+    before = "x" * 1000 + "Did you go to the pottery class?"
+    text = embedded_text("Yes, last Tuesday!", before)
+    assert text.endswith("Did you go to the pottery class?\nYes, last Tuesday!")
+    assert len(text) == BEFORE_CHARS + len("\nYes, last Tuesday!")
+
+
+def test_each_item_of_a_batch_follows_the_one_before_it_in_its_own_thread() -> None:
+    a, b = ("", "a"), ("", "b")
+    texts = ["a1", "b1", "a2", "lone", "b2"]
+    threads = [a, b, a, None, b]
+    assert texts_to_embed(texts, threads, {a: "a0"}) == ["a0\na1", "b1", "a1\na2", "lone", "b1\nb2"]
