@@ -9,7 +9,7 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 from pydantic import ValidationError
@@ -150,7 +150,7 @@ def _eval(args: argparse.Namespace, settings: Settings) -> int:
 
     from app.embeddings.registry import build_embedder
     from app.evaluation import report
-    from app.evaluation.embedded import in_process_client, private_database
+    from app.evaluation.embedded import in_process_service, private_database
     from app.evaluation.labelled import LabelledSetError, load
     from app.evaluation.metrics import NDCG_DEPTH
     from app.evaluation.runner import EvaluationError, Run, evaluate
@@ -166,7 +166,7 @@ def _eval(args: argparse.Namespace, settings: Settings) -> int:
         if args.check and args.modes is not None and not set(report.CHECKED_MODES) <= set(args.modes):
             raise EvaluationError("--check compares keyword, vector and hybrid: ask all three")
 
-        async def measure(client: httpx.AsyncClient) -> Run:
+        async def measure(client: httpx.AsyncClient, settle: Callable[[], Awaitable[None]] | None = None) -> Run:
             return await evaluate(
                 client,
                 labelled,
@@ -175,6 +175,7 @@ def _eval(args: argparse.Namespace, settings: Settings) -> int:
                 concurrency=args.concurrency,
                 keep=args.keep,
                 progress=not args.quiet,
+                settle=settle,
             )
 
         if args.url:
@@ -194,8 +195,8 @@ def _eval(args: argparse.Namespace, settings: Settings) -> int:
             model = build_embedder(settings)
 
             async def embedded(url: str) -> Run:
-                async with in_process_client(settings, url, model) as client:
-                    return await measure(client)
+                async with in_process_service(settings, url, model) as service:
+                    return await measure(service.client, service.settle)
 
             with private_database(settings, model.dimension) as url:
                 run = asyncio.run(embedded(url))

@@ -10,12 +10,14 @@ import shutil
 import tempfile
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 from pydantic import SecretStr
 
 from app.embeddings.protocol import Embedder
+from app.engine.postgres.engine import PostgresEngine
 from app.settings import Settings
 
 
@@ -37,17 +39,33 @@ def private_database(settings: Settings, embedding_dim: int) -> Iterator[str]:
         shutil.rmtree(directory, ignore_errors=True)
 
 
+@dataclass
+class PrivateService:
+    """A client of the in-process app, and a way to settle its statistics once the set is stored."""
+
+    client: httpx.AsyncClient
+    engine: PostgresEngine
+
+    async def settle(self) -> None:
+        """Gather the statistics keyword ranking reads, as autovacuum would in its own time: asked
+        while it ran, a question's modes would be ranked over different statistics."""
+        await self.engine.gather_statistics()
+
+
 @asynccontextmanager
-async def in_process_client(
+async def in_process_service(
     settings: Settings, database_url: str, embedder: Embedder
-) -> AsyncIterator[httpx.AsyncClient]:
+) -> AsyncIterator[PrivateService]:
     """The app built from ``settings`` with the configured ``embedder`` over ``database_url``, inside its lifespan."""
     from app.engine.postgres.service import open_postgres_engine
     from app.engine.protocol import MemoryEngine
     from app.main import create_app
 
+    opened: list[PostgresEngine] = []
+
     async def engine_with_the_embedder(served: Settings) -> MemoryEngine:
-        return await open_postgres_engine(served, embedder)
+        opened.append(await open_postgres_engine(served, embedder))
+        return opened[0]
 
     app = create_app(
         settings.model_copy(update={"database_url": SecretStr(database_url), "api_keys": None, "api_keys_file": None}),
@@ -56,4 +74,4 @@ async def in_process_client(
     async with app.router.lifespan_context(app):
         transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
         async with httpx.AsyncClient(transport=transport, base_url="http://engram.eval", timeout=60) as client:
-            yield client
+            yield PrivateService(client, opened[0])

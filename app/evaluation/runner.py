@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import secrets
 import sys
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
@@ -182,8 +182,11 @@ async def evaluate(
     keep: bool = False,
     progress: bool = True,
     scratch: str | None = None,
+    settle: Callable[[], Awaitable[None]] | None = None,
 ) -> Run:
     """Store, ask every question in every mode, and (unless ``keep``) forget the scratch namespace.
+
+    ``settle`` is awaited between storing and asking (a private service gathers its statistics there).
 
     The forgetting runs in a ``finally``: a failure or a Ctrl-C part way still leaves the service
     as it was found.
@@ -198,6 +201,8 @@ async def evaluate(
     )
     try:
         await store(client, run, progress=progress)
+        if settle is not None:
+            await settle()
         await ask(client, run, concurrency=concurrency, progress=progress)
     finally:
         if not keep:

@@ -602,6 +602,13 @@ class PostgresEngine:
     def _breadth(self, pred: Predicate, *, exact: bool) -> int | None:
         return search_breadth(pred, exact=exact, filtered=self._ef_search_filtered)
 
+    async def gather_statistics(self) -> None:
+        """ANALYZE the items now and rank keywords by what it finds (autovacuum does it in time)."""
+        with database_errors():
+            async with self._connection() as connection:
+                await connection.execute("ANALYZE engram_items")
+        self.forget_term_statistics()
+
     def forget_term_statistics(self) -> None:
         """Read the keyword ranking's statistics again at the next search (after an ANALYZE, say)."""
         self._statistics.forget()
