@@ -1,18 +1,21 @@
-"""What is embedded for an item: its own text, read after the end of the item before it in its thread.
+"""What is embedded for an item: its own text, read after the end of the items before it in its thread.
 
-A turn such as "Yes, last Tuesday!" answers nothing alone; read after the turn it answers,
+A turn such as "Yes, last Tuesday!" answers nothing alone; read after the turns it answers,
 its vector carries what was asked. Only the vector sees this: the stored text, the keyword
 index and the id are the item's own. Measured on a long-conversation benchmark
-(docs/search-quality.md): hybrid recall@10 rose with the turn before, fell with the date.
+(docs/tuning.md#thread-context): vector recall@10 rose with the turns before, fell with the date.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 from app.contract.items import StoredItem
 
-# How much of the item before is read, from its end (the part nearest the item): enough for
-# the question a turn answers, short of pushing the item's own text past an encoder's input.
-BEFORE_CHARS = 300
+# How many items before it, and how much of their text, from its end (the part nearest the item):
+# enough for what a turn answers, short of pushing the item's own text past an encoder's input.
+BEFORE_ITEMS = 2
+BEFORE_CHARS = 500
 
 ThreadKey = tuple[str, str]
 
@@ -23,20 +26,23 @@ def thread_of(item: StoredItem) -> ThreadKey | None:
     return None if thread_id is None else (item.meta.namespace or "", thread_id)
 
 
-def embedded_text(text: str, before: str | None) -> str:
-    """``text`` as the encoder reads it, after the end of the text stored before it in its thread."""
-    if not before:
-        return text
-    return f"{before[-BEFORE_CHARS:]}\n{text}"
+def embedded_text(text: str, before: Sequence[str]) -> str:
+    """``text`` as the encoder reads it, after the end of the texts stored before it in its thread
+    (oldest first)."""
+    context = "\n".join(before[-BEFORE_ITEMS:])[-BEFORE_CHARS:]
+    return f"{context}\n{text}" if context else text
 
 
-def texts_to_embed(texts: list[str], threads: list[ThreadKey | None], latest: dict[ThreadKey, str]) -> list[str]:
-    """Each text as embedded, for items written in this order: an item's predecessor is the one
-    before it in the list when they share a thread, else the thread's ``latest`` stored text."""
-    last = dict(latest)
+def texts_to_embed(
+    texts: list[str], threads: list[ThreadKey | None], latest: Mapping[ThreadKey, Sequence[str]]
+) -> list[str]:
+    """Each text as embedded, for items written in this order: the items before it are those
+    before it in the list that share its thread, after the thread's ``latest`` stored texts."""
+    window = {thread: list(before) for thread, before in latest.items()}
     embedded = []
     for text, thread in zip(texts, threads, strict=True):
-        embedded.append(embedded_text(text, last.get(thread) if thread else None))
+        before = window.get(thread, []) if thread else []
+        embedded.append(embedded_text(text, before))
         if thread:
-            last[thread] = text
+            window[thread] = [*before, text][-BEFORE_ITEMS:]
     return embedded

@@ -42,7 +42,7 @@ from app.contract.requests import (
 )
 from app.embeddings.protocol import Embedder
 from app.engine import answers
-from app.engine.context import texts_to_embed, thread_of
+from app.engine.context import ThreadKey, texts_to_embed, thread_of
 from app.engine.cursors import CursorCodec, listing_position, scope_of
 from app.engine.fusion import fuse
 from app.engine.keywords import MAX_TERMS, KeywordQuery
@@ -130,7 +130,10 @@ class ReferenceEngine:
         async with self._lock:
             threads = [thread_of(item) for item in checked]
             in_order = sorted(self._records.values(), key=lambda r: r.seq)
-            latest = {thread: r.text for r in in_order if (thread := thread_of(r.item))}
+            latest: dict[ThreadKey, list[str]] = {}
+            for record in in_order:
+                if thread := thread_of(record.item):
+                    latest.setdefault(thread, []).append(record.text)
             embedded = texts_to_embed([item.render_text() for item in checked], threads, latest)
             vectors = (await self._embedder.embed(embedded)).tolist()
             receipts = []

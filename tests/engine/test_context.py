@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from app.contract.items import ITEM_ADAPTER
-from app.engine.context import BEFORE_CHARS, embedded_text, texts_to_embed, thread_of
+from app.engine.context import BEFORE_CHARS, BEFORE_ITEMS, embedded_text, texts_to_embed, thread_of
 
 
 def turn(text: str, **meta: str) -> object:
@@ -12,7 +12,7 @@ def turn(text: str, **meta: str) -> object:
 
 
 def test_an_item_outside_a_thread_is_embedded_as_it_is() -> None:
-    assert embedded_text("Yes, last Tuesday!", None) == "Yes, last Tuesday!"
+    assert embedded_text("Yes, last Tuesday!", []) == "Yes, last Tuesday!"
     assert thread_of(turn("hello")) is None  # type: ignore[arg-type]
 
 
@@ -21,15 +21,23 @@ def test_a_thread_is_its_namespace_and_id() -> None:
     assert thread_of(turn("hi", thread_id="t1", namespace=" user:ana ")) == ("user:ana", "t1")  # type: ignore[arg-type]
 
 
-def test_the_item_before_is_read_from_its_end_and_the_item_keeps_its_own_text_whole() -> None:
-    before = "x" * 1000 + "Did you go to the pottery class?"
+def test_the_items_before_are_read_from_their_end_and_the_item_keeps_its_own_text_whole() -> None:
+    before = ["too far back", "x" * 1000, "Did you go to the pottery class?"]
     text = embedded_text("Yes, last Tuesday!", before)
-    assert text.endswith("Did you go to the pottery class?\nYes, last Tuesday!")
+    assert text.endswith("x\nDid you go to the pottery class?\nYes, last Tuesday!")
     assert len(text) == BEFORE_CHARS + len("\nYes, last Tuesday!")
+    assert embedded_text("c", ["a", "b"]) == "a\nb\nc" and BEFORE_ITEMS == 2
 
 
-def test_each_item_of_a_batch_follows_the_one_before_it_in_its_own_thread() -> None:
+def test_each_item_of_a_batch_follows_the_ones_before_it_in_its_own_thread() -> None:
     a, b = ("", "a"), ("", "b")
-    texts = ["a1", "b1", "a2", "lone", "b2"]
-    threads = [a, b, a, None, b]
-    assert texts_to_embed(texts, threads, {a: "a0"}) == ["a0\na1", "b1", "a1\na2", "lone", "b1\nb2"]
+    texts = ["a1", "b1", "a2", "lone", "b2", "a3"]
+    threads = [a, b, a, None, b, a]
+    assert texts_to_embed(texts, threads, {a: ["a-1", "a0"]}) == [
+        "a-1\na0\na1",
+        "b1",
+        "a0\na1\na2",
+        "lone",
+        "b1\nb2",
+        "a1\na2\na3",
+    ]

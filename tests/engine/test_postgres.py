@@ -821,7 +821,7 @@ async def test_an_item_of_a_thread_is_embedded_after_the_item_stored_before_it(
             "user: Did you go to the pottery class?",
             "user: Did you go to the pottery class?\nuser: Yes, last Tuesday!",
             "user: Other talk",
-            "user: Yes, last Tuesday!\nuser: It was fun",
+            "user: Did you go to the pottery class?\nuser: Yes, last Tuesday!\nuser: It was fun",
             "user: Unrelated",
         ]
         # The vector kept is the one of the text in context; the stored text is the item's own.

@@ -51,7 +51,7 @@ from app.contract.requests import (
 from app.embeddings.errors import embedder_errors
 from app.embeddings.protocol import Embedder
 from app.engine import answers
-from app.engine.context import ThreadKey, texts_to_embed, thread_of
+from app.engine.context import BEFORE_ITEMS, ThreadKey, texts_to_embed, thread_of
 from app.engine.cursors import CursorCodec, listing_position, scope_of
 from app.engine.fusion import fuse, fusion_depth
 from app.engine.keywords import KeywordQuery
@@ -493,15 +493,16 @@ class PostgresEngine:
         return {row["id"] for row in await connection.fetch(numbered, *values)}
 
     @staticmethod
-    async def _thread_latest(connection: asyncpg.Connection, threads: list[ThreadKey | None]) -> dict[ThreadKey, str]:
-        """Each thread's latest stored text, for the threads the batch writes to."""
+    async def _thread_latest(
+        connection: asyncpg.Connection, threads: list[ThreadKey | None]
+    ) -> dict[ThreadKey, list[str]]:
+        """The latest stored texts (oldest first) of the threads the batch writes to."""
         keys = list(dict.fromkeys(thread for thread in threads if thread))
         if not keys:
             return {}
-        params = {"nss": [ns for ns, _ in keys], "threads": [thread for _, thread in keys]}
+        params = {"nss": [ns for ns, _ in keys], "threads": [thread for _, thread in keys], "before": BEFORE_ITEMS}
         numbered, values = positional(THREAD_LATEST, params)
-        rows = await connection.fetch(numbered, *values)
-        return {(row["ns"], row["thread"]): row["text"] for row in rows if row["text"] is not None}
+        return {(row["ns"], row["thread"]): list(row["texts"]) for row in await connection.fetch(numbered, *values)}
 
     async def _insert(self, connection: asyncpg.Connection, rows: list[ItemRow]) -> set[str]:
         """The items' rows; the ids inserted (an item already held is not)."""

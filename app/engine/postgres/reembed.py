@@ -20,7 +20,7 @@ from tqdm import tqdm
 from app.contract.errors import ConfigError
 from app.embeddings.protocol import Embedder
 from app.embeddings.registry import build_embedder
-from app.engine.context import embedded_text
+from app.engine.context import BEFORE_ITEMS, embedded_text
 from app.engine.postgres.errors import database_errors
 from app.engine.postgres.schema import async_url, ensure_current
 from app.engine.postgres.service import resolve_database
@@ -51,17 +51,18 @@ INSERT_SKETCHES = (
 )
 
 
-# The next items in the order they were stored, each with the text stored before it in its
-# thread (engram_items_thread), which is what a write embedded it after (app/engine/context.py).
+# The next items in the order they were stored, each with the texts stored before it in its thread
+# (engram_items_thread), oldest first: what a write embedded it after (app/engine/context.py).
 ITEMS_IN_ORDER = """
-    SELECT i.seq, i.id, i.text, p.text AS before
+    SELECT i.seq, i.id, i.text, ARRAY(
+        SELECT l.text FROM (
+            SELECT b.text, b.seq FROM engram_items b
+            WHERE i.meta ? 'thread_id' AND b.namespace = i.namespace AND b.meta ? 'thread_id'
+              AND b.meta->>'thread_id' = i.meta->>'thread_id' AND b.seq < i.seq
+            ORDER BY b.seq DESC LIMIT :before
+        ) AS l ORDER BY l.seq
+    ) AS before
     FROM engram_items i
-    LEFT JOIN LATERAL (
-        SELECT b.text FROM engram_items b
-        WHERE i.meta ? 'thread_id' AND b.namespace = i.namespace AND b.meta ? 'thread_id'
-          AND b.meta->>'thread_id' = i.meta->>'thread_id' AND b.seq < i.seq
-        ORDER BY b.seq DESC LIMIT 1
-    ) AS p ON true
     WHERE i.seq > :after ORDER BY i.seq LIMIT :n
 """
 
@@ -125,7 +126,8 @@ async def _reembed(connection: AsyncConnection, embedder: Embedder, batch_size: 
     done, after = 0, 0
     with tqdm(total=total, unit="item", desc="re-embedding", file=sys.stderr) as progress:
         while True:
-            rows = (await connection.execute(text(ITEMS_IN_ORDER), {"after": after, "n": batch_size})).all()
+            params = {"after": after, "n": batch_size, "before": BEFORE_ITEMS}
+            rows = (await connection.execute(text(ITEMS_IN_ORDER), params)).all()
             if not rows:
                 break
             vectors = await embedder.embed([embedded_text(row.text, row.before) for row in rows])

@@ -129,14 +129,16 @@ INSERT_ITEMS_COLUMNS = ("ids", "kinds", "nss", "texts", "metas", "items", "conf"
 # Which of a batch's ids are held already: their items are not embedded again.
 HELD_IDS = "SELECT id FROM engram_items WHERE id = ANY(CAST(:ids AS text[]))"
 
-# Each thread's latest item (engram_items_thread, migration 0012): what a new item of the thread
-# is embedded after (app/engine/context.py).
+# Each thread's latest :before items' texts, oldest first (engram_items_thread, migration 0012):
+# what a new item of the thread is embedded after (app/engine/context.py).
 THREAD_LATEST = """
-    SELECT t.ns, t.thread, (
-        SELECT b.text FROM engram_items b
-        WHERE b.namespace = t.ns AND b.meta ? 'thread_id' AND b.meta->>'thread_id' = t.thread
-        ORDER BY b.seq DESC LIMIT 1
-    ) AS text
+    SELECT t.ns, t.thread, ARRAY(
+        SELECT l.text FROM (
+            SELECT b.text, b.seq FROM engram_items b
+            WHERE b.namespace = t.ns AND b.meta ? 'thread_id' AND b.meta->>'thread_id' = t.thread
+            ORDER BY b.seq DESC LIMIT :before
+        ) AS l ORDER BY l.seq
+    ) AS texts
     FROM unnest(CAST(:nss AS text[]), CAST(:threads AS text[])) AS t(ns, thread)
 """
 
