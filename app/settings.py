@@ -44,7 +44,7 @@ class Settings(BaseSettings):
     embedding_model: str | None = None
     # onnxruntime threads per encoder call; unset: every core.
     embedding_threads: int | None = Field(default=None, ge=1)
-    # Instruction prefixes; unset: what the model family expects (app/embeddings/onnx.py PREFIXES).
+    # Instruction prefixes; unset: what the model family expects (app/embeddings/prefixes.py).
     embedding_query_prefix: str | None = None
     embedding_document_prefix: str | None = None
     # An OpenAI-compatible /v1/embeddings endpoint (embedder openai), e.g. http://localhost:11434/v1.
