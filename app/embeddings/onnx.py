@@ -112,6 +112,9 @@ class OnnxEmbedder:
     async def embed_queries(self, texts: list[str]) -> np.ndarray:
         return await self._run(texts, self._query_prefix)
 
+    async def aclose(self) -> None:
+        """Nothing to release: the model lives in this process until it ends."""
+
 
 def _register_bundled() -> None:
     """Describe the bundled model to fastembed once: mean pooling, normalised, 384 dimensions."""
