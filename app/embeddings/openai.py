@@ -77,6 +77,7 @@ class OpenAIEmbedder:
         document_prefix: str | None = None,
         backoff_s: float = BACKOFF_S,
         max_wait_s: float = MAX_WAIT_S,
+        max_input_chars: int = MAX_INPUT_CHARS,
     ) -> None:
         base, auth = _split_credentials(url)
         self._model = model
@@ -86,6 +87,7 @@ class OpenAIEmbedder:
         self._retries = retries
         self._backoff_s = backoff_s
         self._max_wait_s = max_wait_s
+        self._max_input_chars = max_input_chars
         default_query, default_document = prefixes_for(model)
         self._query_prefix = default_query if query_prefix is None else query_prefix
         self._document_prefix = default_document if document_prefix is None else document_prefix
@@ -140,7 +142,7 @@ class OpenAIEmbedder:
         """Every batch at once (the semaphore bounds them); the first failure cancels the rest."""
         if not texts:
             return np.empty((0, self._dimension), dtype=np.float32)
-        inputs = [prefix + text[:MAX_INPUT_CHARS] for text in texts]
+        inputs = [prefix + text[: self._max_input_chars] for text in texts]
         batches = [inputs[i : i + self._batch_size] for i in range(0, len(inputs), self._batch_size)]
         if len(batches) == 1:
             return await self._batch(batches[0])
