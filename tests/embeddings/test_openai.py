@@ -38,7 +38,6 @@ from app.contract.errors import ConfigError, Unavailable
 from app.embeddings.openai import UNAVAILABLE, OpenAIEmbedder
 from app.embeddings.registry import build_embedder
 from app.engine.postgres import schema
-from app.engine.postgres.engine import PostgresEngine
 from app.main import create_app
 from app.settings import Settings
 from tests.live import free_port, learning
@@ -403,34 +402,44 @@ def _run_admin(url: Any, statement: str) -> None:
     worker.join()
 
 
+# Credentials of the service's endpoint: never in a response or a log line.
+SERVICE_KEY = "sk-" + secrets.token_hex(16)
+SERVICE_PASSWORD = "pw-" + secrets.token_hex(8)
+
+
 @pytest.fixture
 async def service(database_384: str, fresh_proxy: FaultProxy) -> AsyncIterator[httpx.AsyncClient]:
-    embedder = OpenAIEmbedder(
-        f"{fresh_proxy.url}/v1",
-        MODEL,
-        DIMENSION,
-        timeout_s=REQUEST_TIMEOUT_S,
-        retries=1,
-        backoff_s=0.05,
-        query_prefix="",
-        document_prefix="",
+    """The service as ``engram serve`` opens it from its settings, over ASGI."""
+    settings = Settings(
+        database_url=database_384,
+        embedder="openai",
+        embedding_url=f"http://engram:{SERVICE_PASSWORD}@127.0.0.1:{make_url_port(fresh_proxy)}/v1",
+        embedding_key=SERVICE_KEY,
+        embedding_model=MODEL,
+        embedding_dim=DIMENSION,
+        embedding_timeout_s=REQUEST_TIMEOUT_S,
+        embedding_retries=1,
+        embedding_query_prefix="",
+        embedding_document_prefix="",
     )
-    engine = await PostgresEngine.connect(database_384, embedder, owns_embedder=True)
-
-    async def opened(_: Settings) -> PostgresEngine:
-        return engine
-
-    app = create_app(Settings(), engine_factory=opened)
+    app = create_app(settings)
     async with app.router.lifespan_context(app):
         transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
         async with httpx.AsyncClient(transport=transport, base_url="http://engram.test", timeout=120) as client:
             yield client
-    assert embedder._client.is_closed  # the engine closed the embedder it owns
+    assert app.state.engine._embedder._client.is_closed  # shutting down closed the endpoint's connections
 
 
 async def test_a_store_while_the_endpoint_is_down_is_503_and_writes_nothing(
-    service: httpx.AsyncClient, fresh_proxy: FaultProxy, database_384: str
+    service: httpx.AsyncClient, fresh_proxy: FaultProxy, database_384: str, caplog: pytest.LogCaptureFixture
 ) -> None:
+    caplog.set_level(logging.DEBUG)
+    seen: list[str] = []
+
+    async def keep(response: httpx.Response) -> None:
+        seen.append(str(response.headers) + (await response.aread()).decode())
+
+    service.event_hooks["response"].append(keep)
     item = learning("the telescope on the hill is booked on fridays", tags=["astro"])
     fresh_proxy.down = True
     refused = await service.post("/v1/store", json=item)
@@ -457,6 +466,9 @@ async def test_a_store_while_the_endpoint_is_down_is_503_and_writes_nothing(
     assert found.status_code == 200, found.text
     assert [hit["id"] for hit in found.json()["hits"]] == [stored.json()["id"]]
     assert await _count_items(database_384) == 1
+    assert fresh_proxy.authorizations[-1] == f"Bearer {SERVICE_KEY}"
+    for secret in (SERVICE_KEY, SERVICE_PASSWORD):
+        assert secret not in "".join(seen) + caplog.text
 
 
 async def _count_items(url: str) -> int:
