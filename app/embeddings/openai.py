@@ -8,11 +8,12 @@ spent the call raises ``Unavailable`` (503, retryable), so a write embeds nothin
 An answer that can never succeed (a rejected key, an unknown model, another dimension) is a
 ``ConfigError`` naming the setting to fix.
 
-Long inputs never fail: each text is cut to ``MAX_INPUT_CHARS`` characters before it is sent, since
-servers differ on what they do with one over the model's context (OpenAI refuses it, Ollama and TEI
-truncate or refuse by their own settings). 8,000 characters is about 2,000 tokens of English, within
-every common embedding model's window (512 tokens for bge/e5 are cut by their servers; 8,192 for
-OpenAI's and nomic's); what a model would not read anyway is not worth an error.
+Long inputs are cut, not refused: each text is cut to ``MAX_INPUT_CHARS`` characters before it is
+sent, since servers differ on what they do with one over the model's window (OpenAI refuses it).
+8,000 characters is about 2,000 tokens of English: within the 8,192 of OpenAI's and nomic's models;
+a 512-token model (bge, e5) still needs its server to truncate the rest (Ollama does by default, Text
+Embeddings Inference with ``--auto-truncate``), and a 413 says so. What a model would not read anyway
+is not worth an error.
 
 Neither the key nor a password in the URL ever reaches a message or a log line: the key is sent only
 as a bearer header, a URL's user and password are taken out of the base URL and sent as basic auth,
@@ -192,7 +193,13 @@ class OpenAIEmbedder:
                 "the embedding endpoint answered 404: check ENGRAM_EMBEDDING_URL (the api base, the part before "
                 "/embeddings) and ENGRAM_EMBEDDING_MODEL"
             )
-        return ConfigError(f"the embedding endpoint refused the request ({status}): {self._server_message(response)}")
+        said = self._server_message(response)
+        if status == 413:
+            return ConfigError(
+                "the embedding endpoint refused the request as too large (413): let the server truncate long inputs "
+                f"(text embeddings inference: --auto-truncate) or lower ENGRAM_EMBEDDING_BATCH_SIZE; it said: {said}"
+            )
+        return ConfigError(f"the embedding endpoint refused the request ({status}): {said}")
 
     def _server_message(self, response: httpx.Response) -> str:
         """The server's own words (OpenAI, TEI and Ollama each shape their error differently), made safe."""

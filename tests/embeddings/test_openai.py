@@ -329,6 +329,17 @@ async def test_a_rejected_key_names_its_variable_and_nothing_leaks(
         assert secret not in str(refused.value) + str(bad.value) + caplog.text
 
 
+async def test_a_text_too_long_for_the_server_says_how_to_let_it_truncate(
+    make_embedder: Any, fresh_proxy: FaultProxy
+) -> None:
+    embedder = make_embedder(f"{fresh_proxy.url}/v1")
+    refusal = {"error": "Input validation error: `inputs` must have less than 512 tokens. Given: 1038"}
+    fresh_proxy.fail_next(1, Fault(status=413, body=refusal))
+    with pytest.raises(ConfigError, match=r"--auto-truncate.*ENGRAM_EMBEDDING_BATCH_SIZE.*less than 512 tokens"):
+        await embedder.embed(["a"])
+    assert fresh_proxy.requests == 1  # not retried
+
+
 async def test_a_password_in_the_url_is_basic_auth_and_never_logged(
     make_embedder: Any, fresh_proxy: FaultProxy, caplog: pytest.LogCaptureFixture
 ) -> None:
