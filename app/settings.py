@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 import platformdirs
 from pydantic import Field, SecretStr, field_validator, model_validator
@@ -14,6 +15,15 @@ from sqlalchemy.exc import ArgumentError
 from app.contract.limits import Limits
 from app.embeddings.registry import EMBEDDERS
 from app.engine.postgres.statements import HNSW_EF_SEARCH, HNSW_EF_SEARCH_FILTERED
+
+
+def _http_url(value: str) -> bool:
+    """An http(s) URL with a host; the value is never repeated (it may carry a password)."""
+    try:
+        parts = urlsplit(value.strip())
+        return parts.scheme in ("http", "https") and bool(parts.hostname)
+    except ValueError:
+        return False
 
 
 def _default_data_dir() -> Path:
@@ -44,7 +54,7 @@ class Settings(BaseSettings):
     embedding_model: str | None = None
     # onnxruntime threads per encoder call; unset: every core.
     embedding_threads: int | None = Field(default=None, ge=1)
-    # Instruction prefixes; unset: what the model family expects (app/embeddings/onnx.py PREFIXES).
+    # Instruction prefixes; unset: what the model family expects (app/embeddings/prefixes.py).
     embedding_query_prefix: str | None = None
     embedding_document_prefix: str | None = None
     # An OpenAI-compatible /v1/embeddings endpoint (embedder openai), e.g. http://localhost:11434/v1.
@@ -149,8 +159,10 @@ class Settings(BaseSettings):
             raise ValueError(f"ENGRAM_EMBEDDING_DIM must be one of {given} for {self.embedder}")
         if choice.needs_model and not (self.embedding_model or "").strip():
             raise ValueError(f"ENGRAM_EMBEDDING_MODEL must name the model for the {self.embedder} embedder")
-        if choice.needs_url and not (self.embedding_url or "").strip():
-            raise ValueError(f"ENGRAM_EMBEDDING_URL must name the endpoint for the {self.embedder} embedder")
+        if choice.needs_url and not _http_url(self.embedding_url or ""):
+            raise ValueError(
+                f"ENGRAM_EMBEDDING_URL must be the endpoint's http or https api base for the {self.embedder} embedder"
+            )
         if choice.needs_url and self.embedding_dim is None:
             raise ValueError(f"ENGRAM_EMBEDDING_DIM must give the model's dimension for the {self.embedder} embedder")
         return self

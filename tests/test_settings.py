@@ -58,3 +58,30 @@ def test_what_a_shell_or_a_hosted_provider_writes_is_read(monkeypatch: pytest.Mo
     assert settings.log_level == "debug" and settings.database_url is None
     assert async_url("postgres://u:p@h:5432/d?sslmode=require") == "postgresql+asyncpg://u:p@h:5432/d?ssl=require"
     assert async_url("postgresql://u:p@h/d?sslmode=disable&ssl=require") == "postgresql+asyncpg://u:p@h/d?ssl=require"
+
+
+SECRET_URL = "http://engram:SuperSecret123@localhost:11434/v1"
+
+
+@pytest.mark.parametrize(
+    ("missing", "url", "model", "dim"),
+    [
+        ("ENGRAM_EMBEDDING_URL", "", "nomic-embed-text", "768"),
+        ("ENGRAM_EMBEDDING_URL", "engram:SuperSecret123@localhost:11434/v1", "nomic-embed-text", "768"),
+        ("ENGRAM_EMBEDDING_MODEL", SECRET_URL, "", "768"),
+        ("ENGRAM_EMBEDDING_DIM", SECRET_URL, "nomic-embed-text", ""),
+    ],
+)
+def test_the_openai_embedder_needs_an_http_url_a_model_and_a_dimension(
+    missing: str, url: str, model: str, dim: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("ENGRAM_EMBEDDER", "openai")
+    monkeypatch.setenv("ENGRAM_EMBEDDING_KEY", "sk-SuperSecret123")
+    for variable, value in {"URL": url, "MODEL": model, "DIM": dim}.items():
+        if value:
+            monkeypatch.setenv(f"ENGRAM_EMBEDDING_{variable}", value)
+    assert main(["migrate"]) == 2
+    out = capsys.readouterr()
+    [line] = out.err.splitlines()
+    assert line.startswith("engram: configuration error: ") and missing in line
+    assert "SuperSecret123" not in out.err + out.out and "Traceback" not in out.err

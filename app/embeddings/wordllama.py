@@ -91,3 +91,6 @@ class WordLlamaEmbedder:
     async def embed_queries(self, texts: list[str]) -> np.ndarray:
         """A static model reads a query as it reads a document."""
         return await self.embed(texts)
+
+    async def aclose(self) -> None:
+        """Nothing to release: the model lives in this process until it ends."""

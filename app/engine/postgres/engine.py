@@ -261,8 +261,10 @@ class PostgresEngine:
         ef_search_filtered: int | None = None,
         backlog_limit: int = 500,
         indexers: int = 2,
+        owns_embedder: bool = False,
     ) -> None:
         self._db = engine
+        self._owns_embedder = owns_embedder
         self._generic = generic_plans
         self._indexer = VectorIndexer(self._connection, workers=indexers)
         self._facets = FacetFolder(self._connection)
@@ -300,6 +302,7 @@ class PostgresEngine:
         backlog_limit: int = 500,
         background_indexing: bool = True,
         indexers: int = 2,
+        owns_embedder: bool = False,
     ) -> PostgresEngine:
         """Open the pools, read the settings the schema was made with, start the vector indexer.
 
@@ -311,7 +314,9 @@ class PostgresEngine:
         A write that leaves more than ``backlog_limit`` vectors waiting for the index indexes
         until it does not (app/engine/postgres/indexer.py); ``indexers`` background workers index
         the rest, each on a pooled connection. Without ``background_indexing`` only such writes
-        and ``finish_indexing`` index (tests that need a backlog to stay).
+        and ``finish_indexing`` index (tests that need a backlog to stay). With ``owns_embedder``
+        the engine's ``close`` closes the embedder too (the service's, built for it alone); an embedder
+        shared by several engines is closed by whoever made it.
         """
 
         def pool(plan_cache_mode: str) -> AsyncEngine:
@@ -364,6 +369,7 @@ class PostgresEngine:
             ef_search_filtered=ef_search_filtered,
             backlog_limit=backlog_limit,
             indexers=indexers,
+            owns_embedder=owns_embedder,
         )
         if background_indexing:
             connected._indexer.start()  # which first indexes whatever a crash left queued
@@ -408,6 +414,8 @@ class PostgresEngine:
         await self._facets.stop()
         await self._db.dispose()
         await self._generic.dispose()
+        if self._owns_embedder:
+            await self._embedder.aclose()
 
     async def finish_indexing(self) -> None:
         """Move the whole vector backlog into the index now (the indexer would, shortly)."""

@@ -72,16 +72,19 @@ async def reembed(settings: Settings, *, batch_size: int = 256) -> int:
     if batch_size < 1:
         raise ConfigError("batch size must be at least 1")
     embedder = build_embedder(settings)
-    url = await resolve_database(settings, embedder.dimension)
-    engine = create_async_engine(async_url(url))
     try:
-        with database_errors():
-            await ensure_current(engine)
-            async with engine.begin() as connection:
-                await _refuse_under_a_running_service(connection, embedder)
-                count = await _reembed(connection, embedder, batch_size)
+        url = await resolve_database(settings, embedder.dimension)
+        engine = create_async_engine(async_url(url))
+        try:
+            with database_errors():
+                await ensure_current(engine)
+                async with engine.begin() as connection:
+                    await _refuse_under_a_running_service(connection, embedder)
+                    count = await _reembed(connection, embedder, batch_size)
+        finally:
+            await engine.dispose()
     finally:
-        await engine.dispose()
+        await embedder.aclose()
     print(f"engram: re-embedded {count} items with {embedder.name} ({embedder.dimension} dimensions)", flush=True)
     return 0
 

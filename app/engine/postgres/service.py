@@ -35,20 +35,25 @@ async def open_postgres_engine(settings: Settings, embedder: Embedder | None = N
     """The engine with the configured embedder (or ``embedder``, already loaded)."""
     # Loaded first: a model that will not load ends the start before a database is made for it.
     embedder = embedder or await anyio.to_thread.run_sync(build_embedder, settings)
-    url = await resolve_database(settings, embedder.dimension)
-    engine = await PostgresEngine.connect(
-        url,
-        embedder,
-        limits=settings.limits,
-        pool_size=settings.pool_size,
-        pool_overflow=settings.pool_overflow,
-        connect_timeout_s=settings.connect_timeout_s,
-        statement_timeout_ms=settings.statement_timeout_ms,
-        ef_search=settings.hnsw_ef_search,
-        ef_search_filtered=settings.hnsw_ef_search_filtered,
-        iterative_scan=settings.hnsw_iterative_scan,
-        backlog_limit=settings.vector_backlog_limit,
-        indexers=settings.vector_indexers,
-    )
+    try:
+        url = await resolve_database(settings, embedder.dimension)
+        engine = await PostgresEngine.connect(
+            url,
+            embedder,
+            limits=settings.limits,
+            pool_size=settings.pool_size,
+            pool_overflow=settings.pool_overflow,
+            connect_timeout_s=settings.connect_timeout_s,
+            statement_timeout_ms=settings.statement_timeout_ms,
+            ef_search=settings.hnsw_ef_search,
+            ef_search_filtered=settings.hnsw_ef_search_filtered,
+            iterative_scan=settings.hnsw_iterative_scan,
+            backlog_limit=settings.vector_backlog_limit,
+            indexers=settings.vector_indexers,
+            owns_embedder=True,
+        )
+    except BaseException:
+        await embedder.aclose()  # a refused start leaves no connection to the endpoint behind
+        raise
     logger.info("database: %s, embedder: %s", schema.redacted(url), embedder.name)
     return engine
