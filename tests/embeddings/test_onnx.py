@@ -1,0 +1,52 @@
+"""The bundled sentence transformer: offline, verified, unit vectors that read a sentence."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from app.contract.errors import ConfigError
+from app.embeddings.onnx import BUNDLED_DIMENSION, OnnxEmbedder, bundled_weights, verified
+from app.embeddings.prefixes import prefixes_for
+
+
+@pytest.fixture(scope="module")
+def minilm() -> OnnxEmbedder:
+    return OnnxEmbedder()
+
+
+def test_a_weights_file_whose_digest_is_not_the_pinned_one_is_refused(tmp_path: Path) -> None:
+    weights = tmp_path / "model.onnx"
+    weights.write_bytes(b"the weights as published")
+    pinned = hashlib.sha256(b"the weights as published").hexdigest()
+    assert verified(weights, pinned) == weights
+    weights.write_bytes(b"the weights as published, changed by one upload")
+    with pytest.raises(ConfigError, match="sha256 differs"):
+        verified(weights, pinned)
+    assert bundled_weights().is_file()
+
+
+async def test_vectors_are_unit_length_in_order_and_the_same_alone_or_in_a_batch(minilm: OnnxEmbedder) -> None:
+    texts = ["I moved to Lisbon in March 2024.", "Deploys happen on Thursdays only.", "word " * 600, "🙂"]
+    together = await minilm.embed(texts)
+    assert together.shape == (4, BUNDLED_DIMENSION) and together.dtype == np.float32
+    assert np.allclose(np.linalg.norm(together, axis=1), 1.0, atol=1e-5)
+    for text, row in zip(texts, together, strict=True):
+        (alone,) = await minilm.embed([text])
+        assert np.allclose(alone, row, atol=1e-4)  # padding to a batch's longest changes nothing real
+    assert (await minilm.embed([])).shape == (0, BUNDLED_DIMENSION)
+
+
+async def test_it_reads_the_meaning_of_a_question(minilm: OnnxEmbedder) -> None:
+    (question,) = await minilm.embed_queries(["Where does the user live now?"])
+    moved, deploys = await minilm.embed(["I moved to Lisbon in March 2024", "Remember: deploys happen on Thursdays"])
+    assert question @ moved > question @ deploys + 0.05
+
+
+def test_retrieval_models_get_their_instruction_prefixes() -> None:
+    assert prefixes_for("BAAI/bge-small-en-v1.5")[0].startswith("Represent this sentence")
+    assert prefixes_for("intfloat/multilingual-e5-small") == ("query: ", "passage: ")
+    assert prefixes_for("sentence-transformers/all-MiniLM-L6-v2") == ("", "")
