@@ -104,14 +104,17 @@ class CheckFailure:
 CHECKED_MODES = ("keyword", "vector", "hybrid")
 
 
-def check(doc: dict[str, Any], metric: str, tolerance: float = 0.0) -> list[CheckFailure]:
-    """Every row where hybrid's ``metric`` is below the better of keyword's and vector's by more than ``tolerance``."""
+def check(doc: dict[str, Any], metric: str, tolerance: float = 0.0, *, overall: bool = False) -> list[CheckFailure]:
+    """Every row (only ``all`` when ``overall``) where hybrid's ``metric`` is below the better of keyword's
+    and vector's by more than ``tolerance``."""
     modes = doc["modes"]
     missing = [m for m in CHECKED_MODES if m not in modes]
     if missing:
         raise EvaluationError(f"--check compares keyword, vector and hybrid; not measured: {', '.join(missing)}")
     failures = []
     for category, scores in modes["hybrid"].items():
+        if overall and category != ALL:
+            continue
         best_mode = max(("keyword", "vector"), key=lambda m: modes[m][category][metric])
         best = modes[best_mode][category][metric]
         if scores[metric] < best - tolerance - 1e-12:

@@ -35,7 +35,7 @@ def test_json_report_of_a_private_embedded_service(tmp_path: Path) -> None:
     doc = json.loads(done.stdout)
     assert (doc["set"], doc["items"], doc["questions"], doc["skipped"]) == ("tiny", 4, 4, 0)
     assert doc["k"] == [1, 3]
-    assert doc["embedder"].startswith("wordllama")
+    assert doc["embedder"].startswith("all-minilm-l6-v2 (384 dimensions)")
     assert doc["engine"]["id"] == "postgres"
     assert list(doc["modes"]) == ["keyword", "vector", "hybrid"]
     assert list(doc["modes"]["hybrid"]) == ["all", "exact", "named"]
@@ -97,3 +97,8 @@ def test_check_names_every_row_where_hybrid_trails_the_better_half() -> None:
     assert [f.category for f in check(doc, "recall@10", tolerance=0.05)] == []
     assert [f.category for f in check(doc, "recall@10", tolerance=0.04)] == ["temporal", "single-hop"]
     assert str(check(doc, "recall@10")[0]) == "hybrid temporal: 0.650 < vector 0.700"
+    # The overall row alone, for a set whose categories are too small to hold to it.
+    assert check(doc, "recall@10", overall=True) == []
+    rows["all"] = modes(0.6, 0.4, 0.59)
+    doc = {"modes": {m: {c: rows[c][m] for c in rows} for m in ("keyword", "vector", "hybrid")}}
+    assert [f.category for f in check(doc, "recall@10", overall=True)] == ["all"]
