@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 from collections.abc import Iterator
 
@@ -12,7 +13,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from app.contract.errors import ConfigError
-from app.contract.items import StoredItem
+from app.contract.items import ITEM_ADAPTER, StoredItem
 from app.contract.requests import FetchRequest, ListRequest
 from app.embeddings.wordllama import WordLlamaEmbedder
 from app.engine.postgres import schema
@@ -234,3 +235,29 @@ async def test_reembed_with_another_model_waits_for_the_service_to_stop(
     finally:
         await engine.close()
     assert await reembed(Settings(database_url=url, embedder="wordllama", embedding_dim=128), batch_size=10) == 0
+
+
+async def test_reembed_embeds_a_thread_as_its_writes_did(scratch: ScratchServer, embedder: WordLlamaEmbedder) -> None:
+    """Items of a thread are embedded after the items before them; re-embedding, in batches that cut
+    the threads anywhere, gives each the vector its write gave it."""
+
+    def turn(n: int, thread: str) -> StoredItem:
+        body = {"type": "conversation", "turns": [{"role": "user", "text": f"{thread} turn {n} about topic {n % 3}"}]}
+        meta = {"thread_id": thread, "namespace": "user:ana"}
+        return ITEM_ADAPTER.validate_python({**body, "meta": meta})
+
+    items = [turn(n, thread) for n in range(7) for thread in ("t1", "t2")]
+    url = await _database_with(scratch, items, embedder)
+    vectors = "SELECT i.id, e.embedding::text FROM engram_items i JOIN engram_embeddings e ON e.item_id = i.id"
+    engine = await PostgresEngine.connect(url, embedder)
+    try:
+        await engine.finish_indexing()
+    finally:
+        await engine.close()
+    written = dict(await _query(url, vectors))
+    assert len(written) == len(items)
+    assert await reembed(Settings(database_url=url, embedder="wordllama", embedding_dim=256), batch_size=3) == 0
+    again = dict(await _query(url, vectors))
+    assert again.keys() == written.keys()
+    for item_id, vector in written.items():
+        assert np.allclose(json.loads(str(again[item_id])), json.loads(str(vector)), atol=1e-6), item_id
