@@ -25,6 +25,7 @@ from typing import Any
 import httpx
 from sqlalchemy.engine import make_url
 
+from app.embeddings.onnx import BUNDLED_DIMENSION
 from app.engine.postgres import schema
 from app.engine.postgres.embedded import start_embedded
 
@@ -76,7 +77,8 @@ class Database:
 
     def __post_init__(self) -> None:
         self.url, self.server = start_embedded(self.root)
-        schema.upgrade(self.url, embedding_dim=256, text_search_config="english")
+        # Made for the default embedder, which the live servers run.
+        schema.upgrade(self.url, embedding_dim=BUNDLED_DIMENSION, text_search_config="english")
 
     def psql(self, command: str) -> str:
         return str(self.server.psql(command))
