@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections import Counter
 from pathlib import Path
 
@@ -179,8 +180,12 @@ def test_a_name_finds_a_bundled_set_shipped_with_the_package() -> None:
     assert bundled("../tiny") is None
 
 
-@pytest.mark.skipif(not LOCOMO_DEV.is_file(), reason="the LoCoMo dev split lives outside the repository")
 def test_the_locomo_dev_split_reads_whole() -> None:
+    if not LOCOMO_DEV.is_file():
+        # CI always has it beside the clone; a clone elsewhere may not (it is licensed for evaluation only).
+        if os.environ.get("CI"):
+            pytest.fail(f"the LoCoMo dev split is missing at {LOCOMO_DEV}")
+        pytest.skip("the LoCoMo dev split lives outside the repository, in ../shared")
     labelled = load(LOCOMO_DEV)
     assert len({k.split("/")[0] for k in (i.key for i in labelled.items)}) == 5
     assert len(labelled.items) == 3122
