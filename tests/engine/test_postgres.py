@@ -640,13 +640,11 @@ async def test_a_filtered_keyword_ranking_finds_words_and_filter_in_one_scan_of_
     assert all("engram_items_terms" in line for line in plan if "Bitmap Index Scan" in line), "\n".join(plan)
 
 
-class SlowOrFailingEmbedder:
-    """The real embedder behind a delay, failing for any text holding ``poison``."""
+class WrappedEmbedder:
+    """The real embedder, passed through; a subclass watches or spoils what it embeds for stored texts."""
 
-    def __init__(self, inner: Any, delay_s: float = 0.0) -> None:
+    def __init__(self, inner: Any) -> None:
         self._inner = inner
-        self._delay_s = delay_s
-        self.finished = 0
 
     @property
     def name(self) -> str:
@@ -655,6 +653,24 @@ class SlowOrFailingEmbedder:
     @property
     def dimension(self) -> int:
         return int(self._inner.dimension)
+
+    async def embed(self, texts: list[str]) -> np.ndarray:
+        return await self._inner.embed(texts)
+
+    async def embed_queries(self, texts: list[str]) -> np.ndarray:
+        return await self._inner.embed_queries(texts)
+
+    async def aclose(self) -> None:
+        return None
+
+
+class SlowOrFailingEmbedder(WrappedEmbedder):
+    """The real embedder behind a delay, failing for any text holding ``poison``."""
+
+    def __init__(self, inner: Any, delay_s: float = 0.0) -> None:
+        super().__init__(inner)
+        self._delay_s = delay_s
+        self.finished = 0
 
     async def embed(self, texts: list[str]) -> np.ndarray:
         await asyncio.sleep(self._delay_s)
@@ -759,27 +775,16 @@ async def test_connections_the_server_closed_are_replaced_not_used(
     assert not receipt.replayed
 
 
-class CountingEmbedder:
-    """The real embedder, recording every text it is asked to embed."""
+class CountingEmbedder(WrappedEmbedder):
+    """The real embedder, recording every stored text it is asked to embed."""
 
     def __init__(self, inner: Any) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self.texts: list[str] = []
-
-    @property
-    def name(self) -> str:
-        return str(self._inner.name)
-
-    @property
-    def dimension(self) -> int:
-        return int(self._inner.dimension)
 
     async def embed(self, texts: list[str]) -> np.ndarray:
         self.texts += texts
         return await self._inner.embed(texts)
-
-    async def embed_queries(self, texts: list[str]) -> np.ndarray:
-        return await self._inner.embed_queries(texts)
 
 
 async def test_a_text_is_embedded_once_and_a_replay_not_at_all(database_url: str, embedder: Any) -> None:
