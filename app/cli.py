@@ -176,6 +176,7 @@ def _eval(args: argparse.Namespace, settings: Settings) -> int:
                 keep=args.keep,
                 progress=not args.quiet,
                 settle=settle,
+                answers=not args.no_answers,
             )
 
         if args.url:
@@ -282,6 +283,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     evaluation.add_argument(
         "--concurrency", type=_count, default=4, metavar="N", help="questions asked at once (default 4)"
+    )
+    evaluation.add_argument(
+        "--no-answers",
+        action="store_true",
+        help="skip recall: no answers table (by default each question with a gold answer is also recalled)",
     )
     evaluation.add_argument("--quiet", action="store_true", help="no progress bars")
     evaluation.set_defaults(run=_eval)
