@@ -247,7 +247,8 @@ def build_parser() -> argparse.ArgumentParser:
         "eval",
         help="measure retrieval quality on a labelled set",
         description="Store a labelled set into a scratch namespace, ask every question in every mode, print "
-        "recall@k, MRR and nDCG@10 per mode and category, and forget what was stored (docs/evaluation.md).",
+        "recall@k, MRR and nDCG@10 per mode and category, score recall's answers against the gold answers, "
+        "and forget what was stored (docs/evaluation.md).",
     )
     evaluation.add_argument("set", help="a JSONL labelled set, LoCoMo's JSON, or the name of a bundled set")
     evaluation.add_argument("--url", help="a running service (default: a private embedded one, removed afterwards)")
