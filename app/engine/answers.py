@@ -136,7 +136,7 @@ class Candidate:
 
     @property
     def eligible(self) -> bool:
-        """Chosen alone only when it has words of its own: a bare "Hey Mel!" never is."""
+        """Chosen alone only when it has words of its own: a bare "Hey Tomas!" never is."""
         return len(self.stems) >= 2 or bool(self.matched)
 
 
@@ -166,7 +166,7 @@ def _said(hit: Hit) -> datetime | None:
 
 
 def _quote(candidate: Candidate, hit: Hit, *, when: bool) -> str:
-    """``Caroline: "I went yesterday" (yesterday = 7 May 2023) [2]``. For a "when" question whose sentence
+    """``Ines: "I went yesterday" (yesterday = 7 May 2023) [2]``. For a "when" question whose sentence
     names no time, the day it was said is the best date memory holds, and is given as such."""
     text = candidate.sentence.text
     said = _said(hit)

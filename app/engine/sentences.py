@@ -1,9 +1,9 @@
 """A hit's text as sentences, and the words of a sentence that can count as evidence.
 
 An item's rendered text carries framing that says nothing about its content: a conversation
-line starts with its role (``user:``) and, in transcripts, a speaker's name (``Caroline:``); a
-document starts with ``# title``. Counted as words, that framing made "Hey Mel!" the best answer
-to any question naming Mel. Here the framing is split off, kept apart (a speaker still says who
+line starts with its role (``user:``) and, in transcripts, a speaker's name (``Ines:``); a
+document starts with ``# title``. Counted as words, that framing made "Hey Tomas!" the best answer
+to any question naming Tomas. Here the framing is split off, kept apart (a speaker still says who
 said it), and only the remaining words are evidence.
 """
 
@@ -80,7 +80,7 @@ class Sentence:
 
 def split(text: str) -> list[Sentence]:
     """The sentences of a rendered item, in order, each with the speaker of its line when a conversation
-    turn names one (``user: Caroline: ...``); a document's "Note: ..." names no speaker."""
+    turn names one (``user: Ines: ...``); a document's "Note: ..." names no speaker."""
     out: list[Sentence] = []
     for raw in text.splitlines():
         speaker, line = _framing(raw)

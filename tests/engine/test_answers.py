@@ -50,24 +50,24 @@ def test_where_answers_from_the_sentence_naming_a_place_though_it_shares_no_word
 
 def test_role_words_and_speakers_names_are_no_evidence() -> None:
     conversation = hits(
-        turn("Mel", "Hey Caroline!"),
-        turn("Caroline", "Hey Mel! Good to see you, Mel."),
-        turn("Caroline", "I signed up for a pottery class with my sister."),
+        turn("Tomas", "Hey Ines!"),
+        turn("Ines", "Hey Tomas! Good to see you, Tomas."),
+        turn("Ines", "I signed up for a woodworking class with my sister."),
         kind="conversation",
     )
-    answer = compose("What class did Caroline sign up for, Mel?", conversation)
-    assert answer.answer.startswith('Caroline: "I signed up for a pottery class with my sister." [3]')
-    assert speakers([h.text for h in conversation]) == {"mel", "caroline"}
+    answer = compose("What class did Ines sign up for, Tomas?", conversation)
+    assert answer.answer.startswith('Ines: "I signed up for a woodworking class with my sister." [3]')
+    assert speakers([h.text for h in conversation]) == {"tomas", "ines"}
     assert content_stems("the user asked the assistant", frozenset()) == {"ask"}
 
 
 def test_a_short_sentence_without_content_words_is_never_chosen_alone() -> None:
-    greetings = [turn("Mel", "Hey Caroline!"), turn("Caroline", "Hey Mel!")]
-    answer = compose("Hey Mel, how are you?", hits(*greetings, kind="conversation"))
+    greetings = [turn("Tomas", "Hey Ines!"), turn("Ines", "Hey Tomas!")]
+    answer = compose("Hey Tomas, how are you?", hits(*greetings, kind="conversation"))
     assert answer.answer.startswith(answers.NOTHING_SHARED)  # said as the closest memory, not as an answer
-    news = hits(*greetings, turn("Caroline", "The pottery class starts soon."), kind="conversation")
-    reply = compose("Hey Mel, how are you?", news).answer
-    assert reply == f'{answers.NOTHING_SHARED} Caroline: "The pottery class starts soon." [3]'
+    news = hits(*greetings, turn("Ines", "The woodworking class starts soon."), kind="conversation")
+    reply = compose("Hey Tomas, how are you?", news).answer
+    assert reply == f'{answers.NOTHING_SHARED} Ines: "The woodworking class starts soon." [3]'
 
 
 def test_stemming_matches_forms_of_one_word() -> None:
@@ -126,13 +126,13 @@ def test_the_question_word_names_what_kind_of_answer_is_wanted(question: str, ki
 
 def test_when_prefers_the_sentence_with_a_time_and_resolves_it() -> None:
     conversation = hits(
-        turn("Ana", "The adoption meeting was moving."),
-        turn("Ana", "I went to the adoption meeting yesterday."),
+        turn("Ana", "The choir rehearsal was moving."),
+        turn("Ana", "I went to the choir rehearsal yesterday."),
         kind="conversation",
     )
-    answer = compose("When did Ana go to the adoption meeting?", conversation)
-    assert answer.answer.startswith('Ana: "I went to the adoption meeting yesterday." (yesterday = 7 May 2023) [2]')
-    assert answer.citations[1].snippet == "I went to the adoption meeting yesterday."
+    answer = compose("When did Ana go to the choir rehearsal?", conversation)
+    assert answer.answer.startswith('Ana: "I went to the choir rehearsal yesterday." (yesterday = 7 May 2023) [2]')
+    assert answer.citations[1].snippet == "I went to the choir rehearsal yesterday."
 
 
 def test_who_prefers_a_person_and_how_many_a_number() -> None:
@@ -151,8 +151,8 @@ def test_every_relative_time_of_the_quote_is_written_out() -> None:
 
 
 def test_a_when_question_without_a_time_in_the_sentence_gives_the_day_it_was_said() -> None:
-    answer = compose("When did the user adopt the puppy?", [hit("We adopted a puppy called Pixie.")])
-    assert answer.answer == '"We adopted a puppy called Pixie." (said 8 May 2023) [1]'
+    answer = compose("When did the user adopt the puppy?", [hit("We adopted a puppy called Biscuit.")])
+    assert answer.answer == '"We adopted a puppy called Biscuit." (said 8 May 2023) [1]'
 
 
 def test_without_an_observed_time_a_relative_time_stays_as_written() -> None:
@@ -182,8 +182,8 @@ def test_a_citation_snippet_is_its_best_sentence_with_context_when_short() -> No
 
 
 def test_framing_is_split_off_sentences() -> None:
-    (first, second) = split("user: Caroline: Hey Mel! I went yesterday.")
-    assert (first.text, first.speaker, second.text, second.position) == ("Hey Mel!", "Caroline", "I went yesterday.", 1)
+    (first, second) = split("user: Ines: Hey Tomas! I went yesterday.")
+    assert (first.text, first.speaker, second.text, second.position) == ("Hey Tomas!", "Ines", "I went yesterday.", 1)
     assert [s.speaker for s in split("Note: deploys happen on Thursdays.")] == [None]
     assert [s.text for s in split("# Deploys\n\nThey run on Thursdays.")] == ["Deploys", "They run on Thursdays."]
 

@@ -16,7 +16,7 @@ SUNDAY = datetime(2023, 5, 14, 9, 0, tzinfo=UTC)
 @pytest.mark.parametrize(
     ("sentence", "said", "phrase", "meaning"),
     [
-        ("I went to the pottery class yesterday", MONDAY, "yesterday", "7 May 2023"),
+        ("I went to the woodworking class yesterday", MONDAY, "yesterday", "7 May 2023"),
         ("We baked bread today.", MONDAY, "today", "8 May 2023"),
         ("Tonight I am reading", MONDAY, "Tonight", "8 May 2023"),
         ("The lease is signed tomorrow", MONDAY, "tomorrow", "9 May 2023"),
