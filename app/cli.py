@@ -176,6 +176,7 @@ def _eval(args: argparse.Namespace, settings: Settings) -> int:
                 keep=args.keep,
                 progress=not args.quiet,
                 settle=settle,
+                answers=not args.no_answers,
             )
 
         if args.url:
@@ -246,7 +247,8 @@ def build_parser() -> argparse.ArgumentParser:
         "eval",
         help="measure retrieval quality on a labelled set",
         description="Store a labelled set into a scratch namespace, ask every question in every mode, print "
-        "recall@k, MRR and nDCG@10 per mode and category, and forget what was stored (docs/evaluation.md).",
+        "recall@k, MRR and nDCG@10 per mode and category, score recall's answers against the gold answers, "
+        "and forget what was stored (docs/evaluation.md).",
     )
     evaluation.add_argument("set", help="a JSONL labelled set, LoCoMo's JSON, or the name of a bundled set")
     evaluation.add_argument("--url", help="a running service (default: a private embedded one, removed afterwards)")
@@ -287,6 +289,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     evaluation.add_argument(
         "--concurrency", type=_count, default=4, metavar="N", help="questions asked at once (default 4)"
+    )
+    evaluation.add_argument(
+        "--no-answers",
+        action="store_true",
+        help="skip recall: no answers table (by default each question with a gold answer is also recalled)",
     )
     evaluation.add_argument("--quiet", action="store_true", help="no progress bars")
     evaluation.set_defaults(run=_eval)

@@ -1,85 +1,217 @@
 """Extractive recall: an answer quoted from the best hits, with its citations.
 
-No language model runs here; the answer is built from the stored text itself,
-so it never says more than memory holds.
+No language model runs here; the answer is built from the stored text itself, so it never says
+more than memory holds. The sentence quoted is the one that best answers what the question
+asks: it shares the question's content words (stemmed; never speakers' names, role prefixes or
+common words), carries what the question word wants (a place for "where", a time for "when"),
+and comes from a hit retrieval ranked high. Relative times in it are resolved against when the
+item was observed (app/engine/times.py). docs/answers.md has the rules and their measurements.
 """
 
 from __future__ import annotations
 
+import math
 import re
+from dataclasses import dataclass
+from datetime import datetime
+from itertools import pairwise
 
 from app.contract.requests import Citation, Hit, RecallAnswer
+from app.engine import times
+from app.engine.sentences import Sentence, content_stems, speakers, split, words
 
-MODEL = "engram-extractive-1"
+MODEL = "engram-extractive-2"
 SNIPPET_CHARS = 280
-ANSWER_SENTENCES = 3
+TARGET_WORDS = 25
+"""The quoted words' budget: one sentence always fits, a second only when both fit; a reader wants a few
+words (LoCoMo's gold answers run ~5), so each further sentence must add what the first lacked."""
+MAX_SENTENCES = 2
+CONTEXT_WORDS = 6
+"""A chosen sentence shorter than this is cited with its neighbour, so the snippet reads on its own."""
 NOTHING_STORED = "nothing relevant is stored: no memory within the filter answers this question"
+NOTHING_SHARED = "no stored memory shares the question's words; the closest memory reads:"
 
-_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
-WORD = re.compile(r"\w+", re.UNICODE)
-# Words that carry no meaning for overlap scoring.
-COMMON_WORDS = frozenset(
-    [
-        "a",
-        "an",
-        "and",
-        "are",
-        "as",
-        "at",
-        "be",
-        "by",
-        "do",
-        "does",
-        "did",
-        "for",
-        "from",
-        "has",
-        "have",
-        "how",
-        "i",
-        "in",
-        "is",
-        "it",
-        "its",
-        "me",
-        "my",
-        "of",
-        "on",
-        "or",
-        "our",
-        "that",
-        "the",
-        "their",
-        "there",
-        "these",
-        "this",
-        "to",
-        "was",
-        "we",
-        "were",
-        "what",
-        "when",
-        "where",
-        "which",
-        "who",
-        "why",
-        "will",
-        "with",
-        "you",
-        "your",
-    ]
+# How much each piece of evidence weighs (docs/answers.md has the measurements): the share of the
+# question's content words a sentence holds; holding what the question word asks for; the hit's rank
+# (hybrid retrieval's order, which knows meaning the words miss: "live" finds "moved"); words of its own
+# beyond the question's (a sentence that only restates the question answers nothing), up to NEW_WORDS;
+# and a question asked back ("how often do you walk them?") is pushed down.
+OVERLAP_WEIGHT = 1.0
+KIND_WEIGHT = 0.5
+RANK_WEIGHT = 0.4
+NEW_WEIGHT = 0.3
+NEW_WORDS = 4
+ASKING_PENALTY = 0.5
+
+PLACE, TIME, PERSON, NUMBER = "place", "time", "person", "number"
+# The question word decides what kind of words the answer must hold; first match wins.
+QUESTION_KINDS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+    (re.compile(pattern, re.IGNORECASE), kind)
+    for pattern, kind in (
+        (r"\bhow (?:many|much|often|old|long)\b(?! ago)|\bwhat (?:number|percentage|amount)\b", NUMBER),
+        (r"\bwhen\b|\bhow long ago\b|\bwhat (?:year|month|day|date|time)\b|\bwhich (?:year|month|day|date)\b", TIME),
+        (r"\bwhere\b|\bwhich (?:city|country|place|town|state)\b|\bwhat (?:city|country|place|town|state)\b", PLACE),
+        (r"\bwho(?:m|se)?\b", PERSON),
+    )
 )
 
+_NUMBER_TEXT = (
+    "two three four five six seven eight nine ten eleven twelve twenty thirty hundred thousand once twice "
+    "dozen several couple"
+)
+_NUMBER_WORDS = frozenset(_NUMBER_TEXT.split())
+_PEOPLE_TEXT = (
+    "mom mother dad father sister brother son daughter wife husband partner friend friends boyfriend girlfriend "
+    "kids children family grandma grandmother grandpa grandfather aunt uncle cousin neighbor neighbour boss "
+    "colleague coworker teacher mentor"
+)
+_PEOPLE_WORDS = frozenset(_PEOPLE_TEXT.split())
+_PLACE_TEXT = (
+    "home city town country park beach lake mountain mountains museum school university college office church "
+    "library restaurant cafe store shop gym studio hospital abroad village island forest river camp"
+)
+_PLACE_WORDS = frozenset(_PLACE_TEXT.split())
+_NOT_NAMES = frozenset(["I", *times.MONTHS, *times.WEEKDAYS])
+# Openers that carry nothing: "Wow, ", "By the way, ", "Yeah - ". A quote starts after them.
+_OPENER = re.compile(
+    r"^(?:(?:oh|ah|aw+|wow|hey|hi|yeah|yes|yep|ok|okay|well|so|haha|lol|omg|btw|by the way|anyway|also|thanks|"
+    r"honestly|actually|oh man|man|great|cool|awesome|nice)\b\s*[,!.:;\u2013\u2014-]+\s*)+",
+    re.IGNORECASE,
+)
+_PLACE_BEFORE = frozenset(["in", "to", "at", "from", "near", "around", "visit", "visited", "moved"])
 
-def stem(word: str) -> str:
-    for suffix in ("ing", "ed", "es", "s"):
-        if len(word) > len(suffix) + 2 and word.endswith(suffix):
-            return word[: -len(suffix)]
-    return word
+
+def question_kind(question: str) -> str | None:
+    """What the question word asks for (place, time, person, number), None when it asks for no one kind."""
+    for pattern, kind in QUESTION_KINDS:
+        if pattern.search(question):
+            return kind
+    return None
 
 
-def content_words(text: str) -> set[str]:
-    return {stem(w) for w in WORD.findall(text.lower()) if w not in COMMON_WORDS}
+def question_stems(question: str, ignored: frozenset[str]) -> frozenset[str]:
+    """The question's evidence words: its content words less the phrase that asks ("how long", "what year"),
+    whose words say what kind of answer is wanted, not what it is about."""
+    for pattern, _ in QUESTION_KINDS:
+        question = pattern.sub(" ", question)
+    return content_stems(question, ignored)
+
+
+def _names(sentence: str, ignored: frozenset[str]) -> list[tuple[str, str]]:
+    """Capitalised words past the sentence's first, with the word before each: candidate names.
+    A month, a weekday, "I" and speakers' names are not."""
+    found = []
+    tokens = words(sentence)
+    for before, token in pairwise(tokens):
+        if token[0].isupper() and token not in _NOT_NAMES and token.lower() not in ignored:
+            found.append((before.lower(), token))
+    return found
+
+
+def holds_kind(sentence: str, kind: str | None, ignored: frozenset[str]) -> bool:
+    """The sentence holds the kind of words the question asks for."""
+    if kind is None:
+        return False
+    lowered = [w.lower() for w in words(sentence)]
+    if kind == TIME:
+        return times.carries_time(sentence)
+    if kind == NUMBER:
+        return any(w.isdigit() or w in _NUMBER_WORDS for w in lowered)
+    if kind == PLACE:
+        names = _names(sentence, ignored)
+        return any(before in _PLACE_BEFORE for before, _ in names) or any(w in _PLACE_WORDS for w in lowered)
+    return bool(_names(sentence, ignored)) or any(w in _PEOPLE_WORDS for w in lowered)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A sentence of a hit, scored for a question."""
+
+    hit: int
+    sentence: Sentence
+    matched: frozenset[str]
+    stems: frozenset[str]
+    kind: bool
+    score: float
+
+    @property
+    def eligible(self) -> bool:
+        """Chosen alone only when it has words of its own: a bare "Hey Tomas!" never is."""
+        return len(self.stems) >= 2 or bool(self.matched)
+
+
+def _candidates(question: str, hits: list[Hit]) -> list[Candidate]:
+    """Every sentence of every hit, scored by the weights above; speakers' names count in none of it."""
+    ignored = speakers([h.text for h in hits])
+    wanted = question_stems(question, ignored)
+    kind = question_kind(question)
+    out = []
+    share = (lambda found: len(found) / len(wanted)) if wanted else (lambda found: 0.0)
+    for rank, hit in enumerate(hits):
+        prior = RANK_WEIGHT / math.sqrt(rank + 1)
+        for sentence in split(hit.text):
+            stems = content_stems(sentence.text, ignored)
+            matched = stems & wanted
+            holds = holds_kind(sentence.text, kind, ignored)
+            score = OVERLAP_WEIGHT * share(matched) + prior + KIND_WEIGHT * holds
+            score += NEW_WEIGHT * min(len(stems - wanted), NEW_WORDS) / NEW_WORDS
+            if sentence.text.endswith("?"):
+                score -= ASKING_PENALTY
+            out.append(Candidate(rank, sentence, matched, stems, holds, score))
+    return out
+
+
+def _said(hit: Hit) -> datetime | None:
+    return hit.meta.observed_at
+
+
+def _quote(candidate: Candidate, hit: Hit, *, when: bool) -> str:
+    """``Ines: "I went yesterday" (yesterday = 7 May 2023) [2]``. For a "when" question whose sentence
+    names no time, the day it was said is the best date memory holds, and is given as such."""
+    text = candidate.sentence.text
+    said = _said(hit)
+    resolved = times.resolve(text, said)
+    quoted = f'"{_clip(_without_opener(text))}"'
+    if candidate.sentence.speaker:
+        quoted = f"{candidate.sentence.speaker}: {quoted}"
+    notes = [f"{r.phrase} = {r.meaning}" for r in resolved]
+    if when and not notes and said is not None and not times.carries_time(text):
+        notes.append(f"said {times.day_text(said.date())}")
+    if notes:
+        quoted += f" ({'; '.join(notes)})"
+    return f"{quoted} [{candidate.hit + 1}]"
+
+
+def _without_opener(text: str) -> str:
+    """The sentence from its first word that says something; all of it when it is nothing but openers."""
+    rest = _OPENER.sub("", text)
+    return rest[0].upper() + rest[1:] if rest else text
+
+
+def _choose(candidates: list[Candidate]) -> list[Candidate]:
+    """The best sentence, then others only while they add question words (or the wanted kind) the chosen
+    lack and the answer stays within TARGET_WORDS."""
+    ranked = sorted((c for c in candidates if c.eligible), key=lambda c: -c.score)
+    if not ranked:
+        return []
+    chosen = [ranked[0]]
+    covered = set(ranked[0].matched)
+    has_kind = ranked[0].kind
+    length = len(words(ranked[0].sentence.text))
+    for candidate in ranked[1:]:
+        if len(chosen) == MAX_SENTENCES:
+            break
+        if candidate.sentence.text.endswith("?"):
+            continue  # a question asked back answers nothing
+        adds = bool(candidate.matched - covered) or (candidate.kind and not has_kind)
+        size = len(words(candidate.sentence.text))
+        if not adds or length + size > TARGET_WORDS:
+            continue
+        chosen.append(candidate)
+        covered |= candidate.matched
+        has_kind = has_kind or candidate.kind
+        length += size
+    return chosen
 
 
 def _clip(text: str, limit: int = SNIPPET_CHARS) -> str:
@@ -89,33 +221,39 @@ def _clip(text: str, limit: int = SNIPPET_CHARS) -> str:
     return text[: limit - 1].rsplit(" ", 1)[0] + "…"
 
 
-def _best_sentence(text: str, wanted: set[str]) -> tuple[int, str]:
-    best = (0, "")
-    for sentence in _SENTENCE.split(text):
-        sentence = sentence.strip().lstrip("# ")
-        if not sentence:
-            continue
-        overlap = len(content_words(sentence) & wanted)
-        if overlap > best[0] or not best[1]:
-            best = (overlap, sentence)
-    return best
+def _snippet(candidate: Candidate, sentences: list[Sentence]) -> str:
+    """The sentence used; a short one with the sentence after it (or before, at the end) for context."""
+    text = candidate.sentence.text
+    if len(words(text)) < CONTEXT_WORDS and len(sentences) > 1:
+        at = candidate.sentence.position
+        after = at + 1 < len(sentences)
+        text = f"{text} {sentences[at + 1].text}" if after else f"{sentences[at - 1].text} {text}"
+    return _clip(text)
 
 
 def compose(question: str, hits: list[Hit]) -> RecallAnswer:
-    """Cite every hit (best first); quote the sentences that share the question's words."""
+    """Cite every hit (best first), each by the sentence that serves the question best; answer with the
+    best sentence, and more only when they add to it."""
     if not hits:
         return RecallAnswer(answer=NOTHING_STORED, citations=[], model=MODEL)
-    wanted = content_words(question)
+    candidates = _candidates(question, hits)
+    chosen = _choose(candidates)
+    when = question_kind(question) == TIME
+    # Each hit's best sentence, eligible ones first: the one quoted, for a hit the answer used.
+    best_of_hit: dict[int, Candidate] = {}
+    for candidate in candidates:
+        held = best_of_hit.get(candidate.hit)
+        if held is None or (candidate.eligible, candidate.score) > (held.eligible, held.score):
+            best_of_hit[candidate.hit] = candidate
     citations: list[Citation] = []
-    quoted: list[str] = []
-    for number, hit in enumerate(hits, start=1):
-        overlap, sentence = _best_sentence(hit.text, wanted)
-        snippet = _clip(sentence if overlap else hit.text)
+    for number, hit in enumerate(hits):
+        candidate = best_of_hit.get(number)
+        snippet = _snippet(candidate, split(hit.text)) if candidate else _clip(hit.text)
         citations.append(Citation(id=hit.id, kind=hit.kind, snippet=snippet, meta=hit.meta, score=hit.score))
-        if overlap and len(quoted) < ANSWER_SENTENCES:
-            quoted.append(f"{_clip(sentence)} [{number}]")
-    if quoted:
-        answer = " ".join(quoted)
-    else:
-        answer = f"no stored memory shares the question's words; the closest memory reads: {citations[0].snippet} [1]"
+    if not chosen:
+        return RecallAnswer(answer=f"{NOTHING_SHARED} {citations[0].snippet} [1]", citations=citations, model=MODEL)
+    quotes = [_quote(c, hits[c.hit], when=when) for c in chosen]
+    answer = " ".join(quotes)
+    if not any(c.matched or c.kind for c in chosen):
+        answer = f"{NOTHING_SHARED} {answer}"
     return RecallAnswer(answer=answer, citations=citations, model=MODEL)

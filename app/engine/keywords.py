@@ -7,7 +7,70 @@ from dataclasses import dataclass
 
 # A double-quoted phrase, or a run of text between blanks and quotes (an unpaired quote is skipped).
 _PART = re.compile(r'"([^"]*)"|[^\s"]+')
-_WORD = re.compile(r"\w+", re.UNICODE)
+WORD = re.compile(r"\w+", re.UNICODE)
+# Words the reference engine's keyword scoring skips, as PostgreSQL's english configuration skips its stop
+# words (each is one of them), so a query of them alone matches nothing in either engine.
+STOP_WORDS = frozenset(
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "by",
+        "do",
+        "does",
+        "did",
+        "for",
+        "from",
+        "has",
+        "have",
+        "how",
+        "i",
+        "in",
+        "is",
+        "it",
+        "its",
+        "me",
+        "my",
+        "of",
+        "on",
+        "or",
+        "our",
+        "that",
+        "the",
+        "their",
+        "there",
+        "these",
+        "this",
+        "to",
+        "was",
+        "we",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "why",
+        "will",
+        "with",
+        "you",
+        "your",
+    ]
+)
+
+
+def stem(word: str) -> str:
+    """A light suffix strip, standing in for the english configuration's stemmer in the reference engine."""
+    for suffix in ("ing", "ed", "es", "s"):
+        if len(word) > len(suffix) + 2 and word.endswith(suffix):
+            return word[: -len(suffix)]
+    return word
+
+
 # Punctuation around a run that is no part of what it names: "(see main.py)." searches main.py.
 # Leading dots and tildes too: in an item's text the parser reads " ./run.sh" as /run.sh.
 _BEFORE = "([{<'`.~"
@@ -44,12 +107,12 @@ class KeywordQuery:
             if len(texts) >= MAX_PARSED:
                 break
             phrase = match.group(1)
-            if phrase is not None and len(_WORD.findall(phrase)) > 1:
+            if phrase is not None and len(WORD.findall(phrase)) > 1:
                 texts[" ".join(phrase.split())] = None
                 continue
             # Outside phrases every run is a term; a quoted single word is a term too.
             run = (match.group(0) if phrase is None else phrase).strip().lstrip(_BEFORE).rstrip(_AFTER)
-            words = _WORD.findall(run)
+            words = WORD.findall(run)
             if len(words) > 1:
                 texts[run] = None
             if len(words) == 1 or not _is_token(run):

@@ -45,7 +45,7 @@ from app.engine import answers
 from app.engine.context import ThreadKey, texts_to_embed, thread_of
 from app.engine.cursors import CursorCodec, listing_position, scope_of
 from app.engine.fusion import fuse
-from app.engine.keywords import MAX_TERMS, KeywordQuery
+from app.engine.keywords import MAX_TERMS, STOP_WORDS, WORD, KeywordQuery, stem
 
 
 @dataclass
@@ -67,7 +67,7 @@ class _Record:
 
 
 def _words(text: str) -> list[str]:
-    return [answers.stem(w) for w in answers.WORD.findall(text.lower())]
+    return [stem(w) for w in WORD.findall(text.lower())]
 
 
 def _keyword_score(query: KeywordQuery, text: str) -> float:
@@ -76,7 +76,7 @@ def _keyword_score(query: KeywordQuery, text: str) -> float:
     MAX_TERMS operands that are not all common words count."""
     words = _words(text)
     counts = Counter(words)
-    wanted = [[answers.stem(w) for w in answers.WORD.findall(t) if w not in answers.COMMON_WORDS] for t in query.texts]
+    wanted = [[stem(w) for w in WORD.findall(t) if w not in STOP_WORDS] for t in query.texts]
     score = 0.0
     for stems in [s for s in wanted if s][:MAX_TERMS]:
         if len(stems) == 1:

@@ -1,11 +1,13 @@
-"""Ranking metrics for one question: which of its gold items a ranking found, and how high.
+"""Metrics for one question: which of its gold items a ranking found, and how high; how close an answer came.
 
-Pure functions over ids, so a ranking kept in a details file can be scored again offline.
+Pure functions over ids and text, so a ranking or an answer kept in a details file can be scored again offline.
 """
 
 from __future__ import annotations
 
 import math
+import re
+from collections import Counter
 from collections.abc import Collection, Sequence
 
 NDCG_DEPTH = 10
@@ -45,3 +47,38 @@ def ndcg_at(ranking: Sequence[str], gold: Collection[str], k: int = NDCG_DEPTH) 
 
 def mean(values: Sequence[float]) -> float:
     return sum(values) / len(values) if values else 0.0
+
+
+# Answer metrics: an answer's text against a gold answer's text.
+
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+_PUNCTUATION = re.compile(r"[^\w\s]")
+
+
+def normalise_answer(text: str) -> str:
+    """LoCoMo's normalisation (Maharana et al., ACL 2024, after SQuAD): lowercase, punctuation and the
+    articles a/an/the removed, whitespace collapsed, so "The 7th of May," and "7th of may" compare equal."""
+    text = _PUNCTUATION.sub(" ", text.lower())
+    return " ".join(_ARTICLES.sub(" ", text).split())
+
+
+def token_f1(prediction: str, gold: str) -> float:
+    """F1 of the normalised tokens as multisets: the harmonic mean of the share of the answer's tokens
+    that are gold's (precision) and the share of gold's tokens the answer holds (recall)."""
+    predicted, wanted = normalise_answer(prediction).split(), normalise_answer(gold).split()
+    common = sum((Counter(predicted) & Counter(wanted)).values())
+    if common == 0:
+        return 0.0
+    precision, recall = common / len(predicted), common / len(wanted)
+    return 2 * precision * recall / (precision + recall)
+
+
+def holds_gold(prediction: str, gold: str) -> bool:
+    """The normalised gold answer occurs in the normalised answer, on word boundaries; a gold answer that
+    normalises to nothing is never held (nothing would be measured)."""
+    wanted = normalise_answer(gold)
+    return bool(wanted) and f" {wanted} " in f" {normalise_answer(prediction)} "
+
+
+def word_count(text: str) -> int:
+    return len(text.split())

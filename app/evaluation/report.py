@@ -8,8 +8,17 @@ from dataclasses import dataclass
 from typing import IO, Any
 
 from app.evaluation.labelled import ALL
-from app.evaluation.metrics import NDCG_DEPTH, mean, ndcg_at, recall_at, reciprocal_rank
-from app.evaluation.runner import EvaluationError, Run
+from app.evaluation.metrics import (
+    NDCG_DEPTH,
+    holds_gold,
+    mean,
+    ndcg_at,
+    recall_at,
+    reciprocal_rank,
+    token_f1,
+    word_count,
+)
+from app.evaluation.runner import EvaluationError, QuestionResult, Run
 
 Scores = dict[str, float]
 """One row: ``recall@k`` for each k, ``mrr``, ``ndcg@10`` and ``count``."""
@@ -39,6 +48,36 @@ def table(run: Run, ks: Sequence[int]) -> dict[str, dict[str, Scores]]:
     return out
 
 
+ANSWER_COLUMNS = ("holds_gold", "f1", "words", "top_hit_holds_gold", "top_hit_f1")
+"""The answers table: recall's answer against the gold answer, then the top keyword hit's text against it."""
+
+
+def answer_row(answered: Sequence[QuestionResult]) -> Scores:
+    """The means over questions that were recalled: holds-gold rate, token F1, answer length in words, and the
+    same two scores for the baseline (the first keyword hit's whole text)."""
+    pairs = [(r.answered.answer, r.answered.top_keyword_hit, r.question.answer or "") for r in answered if r.answered]
+    return {
+        "holds_gold": mean([float(holds_gold(answer, gold)) for answer, _, gold in pairs]),
+        "f1": mean([token_f1(answer, gold) for answer, _, gold in pairs]),
+        "words": mean([float(word_count(answer)) for answer, _, _ in pairs]),
+        "top_hit_holds_gold": mean([float(holds_gold(top, gold)) for _, top, gold in pairs]),
+        "top_hit_f1": mean([token_f1(top, gold) for _, top, gold in pairs]),
+        "count": len(pairs),
+    }
+
+
+def answer_table(run: Run) -> dict[str, Scores]:
+    """category -> answer scores, ``all`` first; empty when no question was recalled."""
+    recalled = [r for r in run.results if r.answered is not None]
+    if not recalled:
+        return {}
+    categories = list(dict.fromkeys(r.question.category for r in recalled))
+    return {
+        category: answer_row([r for r in recalled if category == ALL or r.question.category == category])
+        for category in [ALL, *categories]
+    }
+
+
 def embedder_name(run: Run, fallback: str | None) -> str | None:
     """The descriptor's ``embedder`` when the service reports one, else what the caller knows (embedded runs)."""
     reported = run.descriptor.get("embedder")
@@ -62,6 +101,9 @@ def document(run: Run, ks: Sequence[int], *, embedder: str | None = None) -> dic
         "k": list(ks),
         "modes": table(run, ks),
     }
+    answers = answer_table(run)
+    if answers:
+        result["answers"] = answers
     name = embedder_name(run, embedder)
     if name is not None:
         result["embedder"] = name
@@ -86,6 +128,15 @@ def text(doc: dict[str, Any]) -> str:
         lines.append(f"{mode:<{width}}  " + "  ".join(f"{c:>9}" for c in columns) + "  " + f"{'n':>5}")
         for category, scores in categories.items():
             values = "  ".join(f"{scores[c]:>9.3f}" for c in columns)
+            lines.append(f"{category:<{width}}  {values}  {int(scores['count']):>5}")
+    answers = doc.get("answers")
+    if answers:
+        width = max(width, len("answers"), *map(len, answers))
+        size = max(map(len, ANSWER_COLUMNS))
+        lines.append("")
+        lines.append(f"{'answers':<{width}}  " + "  ".join(f"{c:>{size}}" for c in ANSWER_COLUMNS) + f"  {'n':>5}")
+        for category, scores in answers.items():
+            values = "  ".join(f"{scores[c]:>{size}.{1 if c == 'words' else 3}f}" for c in ANSWER_COLUMNS)
             lines.append(f"{category:<{width}}  {values}  {int(scores['count']):>5}")
     return "\n".join(lines) + "\n"
 
@@ -143,4 +194,6 @@ def write_details(run: Run, stream: IO[str]) -> None:
             }
             if question.answer is not None:
                 line["answer"] = question.answer
+            if result.answered is not None:
+                line["recalled"] = result.answered.answer
             stream.write(json.dumps(line, ensure_ascii=False) + "\n")

@@ -35,11 +35,24 @@ class Ranking:
     scores: tuple[float, ...]
 
 
+ANSWER_LIMIT = 10
+"""Citations asked of each recall: LoCoMo's answers are measured over the top 10 hits, as the rankings are."""
+
+
+@dataclass(frozen=True)
+class Answered:
+    """What recall answered a question, beside the baseline it must beat: the text of the top keyword hit."""
+
+    answer: str
+    top_keyword_hit: Annotated[str, "empty when keyword fetch found nothing"]
+
+
 @dataclass(frozen=True)
 class QuestionResult:
     question: Question
     gold_ids: Annotated[tuple[str, ...], "the service's ids of the gold items"]
     rankings: dict[str, Ranking]
+    answered: Annotated[Answered | None, "None when answers were not asked or the question has no gold answer"] = None
 
 
 @dataclass
@@ -51,6 +64,7 @@ class Run:
     modes: tuple[str, ...]
     depth: Annotated[int, "hits read per question"]
     descriptor: dict[str, Any]
+    answers: Annotated[bool, "also recall each question that has a gold answer"] = True
     ids: Annotated[dict[str, str], "item key -> the id the service gave it"] = field(default_factory=dict)
     results: list[QuestionResult] = field(default_factory=list)
     forgotten: int | None = None
@@ -133,10 +147,30 @@ async def _ask(client: httpx.AsyncClient, run: Run, question: Question, mode: st
     return Ranking(ids=tuple(h["id"] for h in hits), scores=tuple(float(h["score"]) for h in hits))
 
 
+async def _recall(client: httpx.AsyncClient, run: Run, question: Question) -> Answered:
+    """POST /v1/recall within the question's namespace, and the first keyword hit's text as the baseline."""
+    where = subtree(_below(run.scratch, question.namespace))
+    try:
+        recalled = await _call(
+            client, "POST", "/v1/recall", {"question": question.text, "filter": where, "limit": ANSWER_LIMIT}
+        )
+        top = await _call(
+            client, "POST", "/v1/fetch", {"query": question.text, "mode": "keyword", "filter": where, "limit": 1}
+        )
+    except EvaluationError as error:
+        raise EvaluationError(f"asking {question.key} (recall): {error}") from None
+    return Answered(answer=recalled["answer"], top_keyword_hit=top["hits"][0]["text"] if top["hits"] else "")
+
+
+def _answers_asked(run: Run, question: Question) -> bool:
+    return run.answers and question.answer is not None
+
+
 async def ask(client: httpx.AsyncClient, run: Run, *, concurrency: int, progress: bool) -> None:
     questions = run.labelled.questions
     gate = asyncio.Semaphore(concurrency)
-    with _bar(len(questions) * len(run.modes), "asking", progress) as bar:
+    calls = len(questions) * len(run.modes) + sum(1 for q in questions if _answers_asked(run, q))
+    with _bar(calls, "asking", progress) as bar:
 
         async def one(question: Question) -> QuestionResult:
             rankings = {}
@@ -144,8 +178,13 @@ async def ask(client: httpx.AsyncClient, run: Run, *, concurrency: int, progress
                 async with gate:
                     rankings[mode] = await _ask(client, run, question, mode)
                 bar.update(1)
+            answered = None
+            if _answers_asked(run, question):
+                async with gate:
+                    answered = await _recall(client, run, question)
+                bar.update(1)
             gold = tuple(dict.fromkeys(run.ids[key] for key in question.gold))
-            return QuestionResult(question=question, gold_ids=gold, rankings=rankings)
+            return QuestionResult(question=question, gold_ids=gold, rankings=rankings, answered=answered)
 
         # A task group, not gather: one failed question cancels the others before the clean-up runs.
         try:
@@ -183,8 +222,10 @@ async def evaluate(
     progress: bool = True,
     scratch: str | None = None,
     settle: Callable[[], Awaitable[None]] | None = None,
+    answers: bool = True,
 ) -> Run:
-    """Store, ask every question in every mode, and (unless ``keep``) forget the scratch namespace.
+    """Store, ask every question in every mode (and recall it, when ``answers`` and it has a gold answer),
+    and (unless ``keep``) forget the scratch namespace.
 
     ``settle`` is awaited between storing and asking (a private service gathers its statistics there).
 
@@ -198,6 +239,7 @@ async def evaluate(
         modes=choose_modes(modes, descriptor["fetch_modes"]),
         depth=depth,
         descriptor=descriptor,
+        answers=answers,
     )
     try:
         await store(client, run, progress=progress)

@@ -21,7 +21,7 @@ from app.contract.requests import (
     RecallRequest,
     narrow,
 )
-from app.engine import answers
+from app.engine import keywords
 from app.engine.keywords import MAX_TERMS
 
 
@@ -151,7 +151,7 @@ async def test_keyword_of_stop_words_only_matches_nothing(engine: Any, stored: l
 
 
 # Stop words of both engines (PostgreSQL's english ones too), more than a query's MAX_TERMS.
-STOP_WORDS = sorted(answers.COMMON_WORDS)
+STOP_WORDS = sorted(keywords.STOP_WORDS)
 
 
 async def test_keyword_stop_words_leave_the_words_after_them_searched(engine: Any, stored: list[str]) -> None:

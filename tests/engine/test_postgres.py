@@ -20,7 +20,7 @@ from app.contract.errors import EngineFailure
 from app.contract.items import ITEM_ADAPTER, StoredItem
 from app.contract.meta import Filter
 from app.contract.requests import ExploreRequest, FetchRequest, ListRequest
-from app.engine import answers
+from app.engine import keywords
 from app.engine.keywords import MAX_TERMS, KeywordQuery
 from app.engine.postgres.engine import PostgresEngine
 from app.engine.postgres.filters import filter_predicate
@@ -479,7 +479,7 @@ async def test_keyword_terms_are_the_first_that_are_not_stop_words_on_every_page
     come first, and a page past the pool (its matches read by the whole query) keeps the same ones."""
     gardens = [learning(f"garden entry {n}") for n in range(KEYWORD_POOL + 20)]
     await stored_in_table_order(pg_engine, gardens, [learning("quokka sighting"), learning("wombat sighting")])
-    stop_words = sorted(answers.COMMON_WORDS)[: MAX_TERMS + 8]
+    stop_words = sorted(keywords.STOP_WORDS)[: MAX_TERMS + 8]
     fillers = [f"filler{n}" for n in range(MAX_TERMS - 2)]
     # quokka is the 32nd word that is not a stop word, wombat the 33rd.
     query = " ".join([*stop_words, "garden", *fillers, "quokka", "wombat"])

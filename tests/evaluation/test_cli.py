@@ -35,7 +35,7 @@ def test_json_report_of_a_private_embedded_service(tmp_path: Path) -> None:
     doc = json.loads(done.stdout)
     assert (doc["set"], doc["items"], doc["questions"], doc["skipped"]) == ("tiny", 4, 4, 0)
     assert doc["k"] == [1, 3]
-    assert doc["embedder"].startswith("all-minilm-l6-v2 (384 dimensions)")
+    assert doc["embedder"] == "all-minilm-l6-v2 (384 dimensions)"  # the default, loaded by the command
     assert doc["engine"]["id"] == "postgres"
     assert list(doc["modes"]) == ["keyword", "vector", "hybrid"]
     assert list(doc["modes"]["hybrid"]) == ["all", "exact", "named"]
@@ -52,11 +52,13 @@ def test_json_report_of_a_private_embedded_service(tmp_path: Path) -> None:
     lantern = next(x for x in lines if x["key"] == "q-lantern" and x["mode"] == "keyword")
     assert lantern["keys"][0] == "lantern" and lantern["ids"][0] == lantern["gold"][0]
     assert lantern["answer"] == "Florimond" and len(lantern["scores"]) == len(lantern["ids"])
+    assert lantern["recalled"].strip()
+    assert doc["answers"]["named"]["count"] == 1
     assert list(scratch.glob("engram-eval-*")) == []  # the private server and its directory are gone
 
 
 def test_plain_table_by_default_with_a_chosen_mode() -> None:
-    done = engram(str(TINY), "--modes", "keyword", "--quiet")
+    done = engram(str(TINY), "--modes", "keyword", "--quiet", "--no-answers")
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0] == "set tiny: 4 items, 4 questions"
@@ -64,6 +66,7 @@ def test_plain_table_by_default_with_a_chosen_mode() -> None:
     assert header.split() == ["keyword", "recall@1", "recall@5", "recall@10", "mrr", "ndcg@10", "n"]
     assert ["all", "1.000", "1.000", "1.000", "1.000", "1.000", "4"] in [line.split() for line in lines]
     assert "vector" not in done.stdout
+    assert "holds_gold" not in done.stdout
 
 
 def test_a_malformed_set_ends_in_one_line_and_exit_2(tmp_path: Path) -> None:

@@ -6,7 +6,16 @@ import math
 
 import pytest
 
-from app.evaluation.metrics import mean, ndcg_at, recall_at, reciprocal_rank
+from app.evaluation.metrics import (
+    holds_gold,
+    mean,
+    ndcg_at,
+    normalise_answer,
+    recall_at,
+    reciprocal_rank,
+    token_f1,
+    word_count,
+)
 
 RANKING = ["a", "x", "b", "y", "z", "c"]
 GOLD = ["a", "b", "c", "d"]
@@ -55,3 +64,26 @@ def test_a_question_without_gold_is_refused() -> None:
 def test_mean_of_nothing_is_zero() -> None:
     assert mean([]) == 0.0
     assert mean([1.0, 0.0, 0.5]) == 0.5
+
+
+def test_answers_are_normalised_without_case_punctuation_or_articles() -> None:
+    assert normalise_answer("The 7th of May, 2023!") == "7th of may 2023"
+    assert normalise_answer("An apple; a pear") == "apple pear"
+    assert normalise_answer("Theatre") == "theatre"  # an article only as a whole word
+
+
+def test_token_f1_is_the_harmonic_mean_over_token_multisets() -> None:
+    assert token_f1("in Lisbon", "Lisbon") == pytest.approx(2 * 0.5 * 1.0 / 1.5)
+    assert token_f1("the Lisbon", "Lisbon") == 1.0
+    assert token_f1("red red blue", "red blue green") == pytest.approx(2 / 3)  # one red counts once
+    assert token_f1("Porto", "Lisbon") == 0.0
+    assert token_f1("", "Lisbon") == 0.0
+    assert token_f1("Lisbon", "the") == 0.0  # gold that normalises to nothing
+
+
+def test_holding_the_gold_answer_means_containing_it_on_word_boundaries() -> None:
+    assert holds_gold('"I moved to Lisbon in March 2024" [1]', "Lisbon")
+    assert holds_gold("we met on 7 May, 2023.", "7 May 2023")
+    assert not holds_gold("on 17 May", "7 May")
+    assert not holds_gold("anything", "the")
+    assert word_count(" two  words ") == 2

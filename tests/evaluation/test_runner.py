@@ -67,6 +67,11 @@ async def test_a_set_with_unique_words_scores_full_marks_in_keyword_and_hybrid(c
             assert scores["recall@1"] == scores["mrr"] == scores["ndcg@10"] == 1.0
         assert doc["modes"][mode]["all"]["count"] == 4
     assert (doc["set"], doc["items"], doc["questions"]) == ("tiny", 4, 4)
+    # Only q-lantern has a gold answer; its top keyword hit is the lantern turn, which holds it.
+    assert list(doc["answers"]) == ["all", "named"]
+    answers = doc["answers"]["all"]
+    assert answers["count"] == 1 and answers["top_hit_holds_gold"] == 1.0 and answers["words"] > 0
+    assert "answers" in report.text(doc)
     assert report.check({"modes": {m: doc["modes"]["keyword"] for m in report.CHECKED_MODES}}, "recall@10") == []
 
 
@@ -121,3 +126,10 @@ async def test_a_refused_question_stops_the_asking_and_the_scratch_is_still_empt
     with pytest.raises(EvaluationError, match=r"asking q-long \(keyword\): POST /v1/fetch answered 400"):
         await evaluate(client, labelled, progress=False, scratch="project:eval-test3")
     assert await listed(client, subtree("project:eval-test3")) == []
+
+
+async def test_no_answers_skips_recall(client: httpx.AsyncClient) -> None:
+    run = await evaluate(client, read_jsonl(TINY), modes=["keyword"], progress=False, answers=False)
+    assert all(r.answered is None for r in run.results)
+    doc = report.document(run, (1,))
+    assert "answers" not in doc and "answers" not in report.text(doc)

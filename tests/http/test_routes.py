@@ -357,6 +357,26 @@ async def test_recall(client: httpx.AsyncClient) -> None:
     assert no_nulls(body)
 
 
+async def test_recall_answers_where_from_the_sentence_naming_a_place_and_cites_it(client: httpx.AsyncClient) -> None:
+    texts = [
+        "Remember: deploys happen on Thursdays only.",
+        "The user prefers tabs over spaces.",
+        "I moved to Lisbon in March 2024",
+        "The team's standup is at nine.",
+    ]
+    items = [{"type": "learning", "text": t, "kind": "fact", "confidence": 0.9} for t in texts]
+    stored = await client.post("/v1/store_many", json={"items": items})
+    lisbon = stored.json()["receipts"][2]["id"]
+    response = await client.post("/v1/recall", json={"question": "Where does the user live now?", "limit": 4})
+    assert response.status_code == 200, response.text
+    body = response.json()
+    (cited,) = [c for c in body["citations"] if c["id"] == lisbon]
+    number = body["citations"].index(cited) + 1
+    assert body["answer"] == f'"I moved to Lisbon in March 2024" [{number}]'
+    assert cited["snippet"] == "I moved to Lisbon in March 2024"
+    assert body["model"] == "engram-extractive-2"
+
+
 async def test_list_pages_and_ends(client: httpx.AsyncClient) -> None:
     ids = await store_all(client)
     first = (await client.post("/v1/list", json={"limit": 2})).json()
