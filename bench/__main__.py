@@ -12,7 +12,17 @@ from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
+from bench.report import default_embedder
+
 HERE = Path(__file__).resolve().parent
+# The embedders that need nothing but their name (fastembed and openai need a model or an endpoint).
+BENCH_EMBEDDERS = ("minilm", "wordllama")
+
+
+def results_stem(n: int, embedder: str) -> str:
+    """A run's file name without suffix: ``n10000`` with the service's default embedder (the name CI
+    checks), ``n10000-wordllama`` with another, so runs of two embedders at one size sit side by side."""
+    return f"n{n}" if embedder == default_embedder() else f"n{n}-{embedder}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -24,6 +34,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--queries", type=int, default=200, help="queries per measured case (default 200)")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--out", type=Path, default=HERE, help="where results/, RESULTS.md and latency.png go")
+    parser.add_argument(
+        "--embedder",
+        choices=BENCH_EMBEDDERS,
+        default=default_embedder(),
+        help="the encoder of the service and both baselines (ENGRAM_EMBEDDER; default the service's: %(default)s)",
+    )
     parser.add_argument("--report-only", action="store_true", help="measure nothing: redraw from results/")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
@@ -42,13 +58,15 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     results_dir.mkdir(parents=True, exist_ok=True)
     command = "python -m bench " + shlex.join(sys.argv[1:] if argv is None else argv)
-    asyncio.run(measure_sizes(sorted(sizes), args.queries, args.seed, results_dir, command.strip()))
+    asyncio.run(measure_sizes(sorted(sizes), args.queries, args.seed, args.embedder, results_dir, command.strip()))
     write_report(results_dir, args.out / "RESULTS.md", args.out / "latency.png")
     say(f"wrote {args.out / 'RESULTS.md'} and {args.out / 'latency.png'}")
     return 0
 
 
-async def measure_sizes(sizes: list[int], queries: int, seed: int, results_dir: Path, command: str) -> None:
+async def measure_sizes(
+    sizes: list[int], queries: int, seed: int, embedder: str, results_dir: Path, command: str
+) -> None:
     """Each size measured in turn, its service kept up; then each size beside the one ten times
     larger, asked in turn (run.growth_cases), into the larger one's results."""
     from bench.run import growth_cases, measured_run, say
@@ -56,13 +74,13 @@ async def measure_sizes(sizes: list[int], queries: int, seed: int, results_dir: 
     async with AsyncExitStack() as kept:
         stands = {}
         for n in sizes:
-            result, plans, stands[n] = await kept.enter_async_context(measured_run(n, queries, seed))
+            result, plans, stands[n] = await kept.enter_async_context(measured_run(n, queries, seed, embedder))
             result["command"] = command
             write_results(results_dir, result, plans)
-            say(f"wrote {results_dir / f'n{n}.json'}")
+            say(f"wrote {results_dir / (results_stem(n, embedder) + '.json')}")
         for n, stand in stands.items():
             if n * 10 in stands:
-                path = results_dir / f"n{n * 10}.json"
+                path = results_dir / f"{results_stem(n * 10, embedder)}.json"
                 larger = json.loads(path.read_text())
                 larger["growth"] = await growth_cases(stand, stands[n * 10], seed)
                 path.write_text(json.dumps(larger, indent=2) + "\n")
@@ -70,9 +88,9 @@ async def measure_sizes(sizes: list[int], queries: int, seed: int, results_dir: 
 
 
 def write_results(results_dir: Path, result: dict[str, Any], plans: dict[str, str]) -> None:
-    n = result["n"]
-    (results_dir / f"n{n}.json").write_text(json.dumps(result, indent=2) + "\n")
-    (results_dir / f"n{n}-plans.txt").write_text(
+    stem = results_stem(result["n"], result["embedder"]["setting"])
+    (results_dir / f"{stem}.json").write_text(json.dumps(result, indent=2) + "\n")
+    (results_dir / f"{stem}-plans.txt").write_text(
         "\n\n".join(f"== {case}\n{plan}" for case, plan in plans.items()) + "\n"
     )
 

@@ -1,4 +1,7 @@
-"""Baseline (b): LangGraph's PostgresStore with its pgvector index, our embedder, our dimension.
+"""Baseline (b): LangGraph's PostgresStore with its pgvector index, the service's encoder and dimension.
+
+The encoder is an instance of its own (built as the service builds it): its memory of recent vectors
+never holds a text another system embedded.
 
 Mapping: an item is stored under its namespace path split on ``/`` (the root as
 ``("root",)``), keyed by its Engram id, with ``{"text": rendered text, "kind",
@@ -20,7 +23,7 @@ from typing import Any
 from langgraph.store.base import PutOp
 from langgraph.store.postgres.aio import AsyncPostgresStore
 
-from app.embeddings.wordllama import WordLlamaEmbedder
+from app.embeddings.protocol import Embedder
 from bench.corpus import CorpusItem
 
 
@@ -67,7 +70,7 @@ class LangGraphStore:
 
 @asynccontextmanager
 async def open_store(
-    url: str, embedder: WordLlamaEmbedder, breadth: tuple[int, int] | None = None
+    url: str, embedder: Embedder, breadth: tuple[int, int] | None = None
 ) -> AsyncIterator[LangGraphStore]:
     """Set up the store's tables and index in ``url`` (its own database) and yield it, on a connection of its own.
 

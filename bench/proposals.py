@@ -27,7 +27,7 @@ import time
 from typing import Any
 
 from app.contract.meta import Filter
-from app.embeddings.wordllama import WordLlamaEmbedder
+from app.embeddings.protocol import Embedder
 from app.engine.keywords import KeywordQuery
 from app.engine.postgres.filters import filter_predicate
 from app.engine.postgres.statements import (
@@ -80,7 +80,7 @@ def _recall(got: list[list[str]], truth: list[list[str]]) -> float | None:
 
 async def measure_proposals(
     raw: RawSql,
-    embedder: WordLlamaEmbedder,
+    embedder: Embedder,
     queries: QuerySet,
     filters: dict[str, list[Filter]],
     keyword_truth: dict[str, list[list[str]]],
@@ -108,7 +108,7 @@ async def measure_proposals(
             **summary(samples),
             "engine_recall_at_10": _recall([t[:10] for t in keyword_truth[f"keyword/{variant}"]], answers),
         }
-    vectors = await embedder.embed(queries.questions)
+    vectors = await embedder.embed_queries(queries.questions)
     for variant, variant_filters in filters.items():
         if variant == "none":
             continue  # unfiltered, the engine walks the index already

@@ -16,7 +16,7 @@ import asyncpg
 import numpy as np
 
 from app.contract.meta import Filter
-from app.embeddings.wordllama import WordLlamaEmbedder
+from app.embeddings.protocol import Embedder
 from app.engine.fusion import fuse, fusion_depth
 from app.engine.keywords import KeywordQuery
 from app.engine.postgres.engine import (
@@ -118,7 +118,7 @@ class RawSql:
         self,
         custom: tuple[asyncpg.Connection, asyncpg.Connection],
         generic: tuple[asyncpg.Connection, asyncpg.Connection],
-        embedder: WordLlamaEmbedder,
+        embedder: Embedder,
         ts_config: str = "english",
         *,
         indexing: asyncpg.Pool | None = None,

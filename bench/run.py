@@ -21,8 +21,11 @@ import asyncpg
 from tqdm import tqdm
 
 from app.contract.meta import Filter
-from app.embeddings.wordllama import WordLlamaEmbedder
+from app.embeddings.protocol import Embedder
+from app.embeddings.registry import build_embedder
+from app.engine.context import texts_to_embed
 from app.engine.fusion import fusion_depth
+from app.settings import Settings
 from bench import rawsql
 from bench.corpus import CorpusItem, QuerySet, build_corpus, build_queries
 from bench.engram_http import EngramHttp, http_session
@@ -143,6 +146,66 @@ async def ingest(systems: Sequence[Ingesting], corpus: list[CorpusItem], rounds:
             "rounds_s": [round(x, 2) for x in seconds[name]],
         }
     return results
+
+
+class EncoderAlone:
+    """The encoder by itself as a system of the ingest: each batch embedded, nothing stored.
+
+    It takes its turn in every round with the others, so its texts/s are timed under the same
+    spells of the shared machine's pace, and ``Engram ÷ encoder`` says what share of the encoder's
+    own rate the service's whole write path keeps.
+    """
+
+    def __init__(self, encoder: Embedder) -> None:
+        self._encoder = encoder
+
+    async def store_batch(self, batch: list[CorpusItem]) -> int:
+        return len(await self._encoder.embed([item.text for item in batch]))
+
+
+def as_the_service_embeds(corpus: Sequence[CorpusItem]) -> list[str]:
+    """Each item's text as the service hands it to the encoder when the corpus is written in order:
+    an item of a thread after the end of the items before it in the thread (app/engine/context.py),
+    so a conversation's text is longer than the one stored, and its batch is padded to that."""
+    threads = [
+        (item.namespace, str(item.wire["meta"]["thread_id"])) if item.wire.get("meta", {}).get("thread_id") else None
+        for item in corpus
+    ]
+    return texts_to_embed([item.text for item in corpus], threads, {})
+
+
+async def encoder_texts(encoder: Embedder, corpus: Sequence[CorpusItem], batches: int = 10) -> dict[str, Any]:
+    """The encoder alone on batches of the stored texts and on the same batches as the service embeds them
+    (``as_the_service_embeds``), the two in turn batch by batch: how much of the gap between the
+    service and the encoder's rate on stored texts is longer texts rather than the write path."""
+    service = as_the_service_embeds(corpus)
+    step = max(1, len(corpus) // BATCH // batches)
+    starts = list(range(0, len(corpus) - BATCH + 1, step * BATCH))[:batches]
+    seconds = {"stored": 0.0, "as_the_service_embeds": 0.0}
+    texts = {"stored": 0, "as_the_service_embeds": 0}
+    chars: dict[str, list[float]] = {"stored": [], "as_the_service_embeds": []}
+    with_context = 0
+    for number, start in enumerate(starts):
+        pairs = [
+            ("stored", [c.text for c in corpus[start : start + BATCH]]),
+            ("as_the_service_embeds", service[start : start + BATCH]),
+        ]
+        for name, batch in pairs if number % 2 == 0 else pairs[::-1]:
+            began = time.perf_counter()
+            await encoder.embed(batch)
+            seconds[name] += time.perf_counter() - began
+            texts[name] += len(batch)
+            chars[name] += [float(len(text)) for text in batch]
+        stored = [c.text for c in corpus[start : start + BATCH]]
+        with_context += sum(a != b for a, b in zip(stored, service[start : start + BATCH], strict=True))
+    out: dict[str, Any] = {
+        name: {"texts": texts[name], "rate": round(texts[name] / seconds[name], 1), "chars": summary(chars[name])}
+        for name in seconds
+        if texts[name]
+    }
+    if "as_the_service_embeds" in out:
+        out["as_the_service_embeds"]["with_context"] = with_context
+    return out
 
 
 def ticking(call: Callable[[], Awaitable[Any]], progress: tqdm) -> Callable[[], Awaitable[Any]]:
@@ -309,12 +372,12 @@ def explore_reps(count: int) -> int:
 
 async def quality(
     truth_db: ExactNeighbours,
-    embedder: WordLlamaEmbedder,
+    embedder: Embedder,
     queries: QuerySet,
     answers: dict[str, dict[str, list[list[str]]]],
 ) -> dict[str, Any]:
     """recall@10 of each system's vector answers against the exact ranking, and how often a page came back short."""
-    vectors = await embedder.embed(queries.questions)
+    vectors = await embedder.embed_queries(queries.questions)
     out: dict[str, Any] = {}
     matched: dict[str, int] = {}
     exact_ms: list[float] = []
@@ -353,7 +416,7 @@ async def quality(
     return out
 
 
-async def plans(raw: RawSql, embedder: WordLlamaEmbedder, queries: QuerySet) -> dict[str, str]:
+async def plans(raw: RawSql, embedder: Embedder, queries: QuerySet) -> dict[str, str]:
     """EXPLAIN (ANALYZE, BUFFERS) of one representative query per fetch case (the service's database)."""
     out: dict[str, str] = {}
     question, tag, subtree = queries.questions[0], queries.tags[0], queries.subtrees[0]
@@ -449,18 +512,28 @@ class Stand:
 
 @asynccontextmanager
 async def measured_run(
-    n: int, query_count: int, seed: int
+    n: int, query_count: int, seed: int, embedder_setting: str
 ) -> AsyncIterator[tuple[dict[str, Any], dict[str, str], Stand]]:
-    """Measure everything at ``n``; yield the results, the query plans and the service, which stays
-    up (its database too) until the context ends."""
+    """Measure everything at ``n`` with the encoder ENGRAM_EMBEDDER=``embedder_setting`` gives; yield the
+    results, the query plans and the service, which stays up (its database too) until the context ends.
+
+    Every system gets the encoder as the service builds it (``build_embedder``), each an instance of its
+    own: the service's in its process, one for raw SQL, one for LangGraph, so that no system finds in
+    its memory of recent vectors a text another one embedded. The encoder's own rate is timed through
+    the raw instance's inner model (no memory), which the raw floor's memory never sees.
+    """
     started = time.perf_counter()
     clock = Clock()
     say(f"N={n}: building the corpus (seed {seed})")
     corpus = build_corpus(n, seed)
     queries = build_queries(query_count, seed + 100)
     rng = random.Random(seed + 200)
-    embedder = WordLlamaEmbedder()
+    settings = Settings(embedder=embedder_setting)
+    embedder = build_embedder(settings)
+    langgraph_embedder = build_embedder(settings)
+    encoder: Embedder = getattr(embedder, "inner", embedder)
     result: dict[str, Any] = {"n": n, "queries": query_count, "seed": seed, "batch": BATCH, "page": PAGE}
+    result["embedder"] = {"setting": embedder_setting, "name": embedder.name, "dimension": embedder.dimension}
     result["vector_backlog_limit"] = rawsql.BACKLOG_LIMIT
     result["vector_indexers"] = rawsql.INDEXERS
     result["raw_shares_database"] = True
@@ -487,7 +560,7 @@ async def measured_run(
             # Engram and its raw-SQL floor share a database (each writes half the corpus, see
             # Ingesting.share); LangGraph has its own.
             urls = {name: database.create(name) for name in ("engram", "langgraph")}
-            with engram_serve(urls["engram"], work) as base:
+            with engram_serve(urls["engram"], work, embedder_setting) as base:
                 say(f"engram serve is up at {base} (its database on the embedded server, shared with raw SQL)")
                 async with http_session(base) as session:
                     http = EngramHttp(session)
@@ -502,8 +575,8 @@ async def measured_run(
                         )
                         wide = (rawsql.EF_SEARCH, rawsql.EF_SEARCH_FILTERED)
                         async with (
-                            open_store(urls["langgraph"], embedder) as langgraph,
-                            open_store(urls["langgraph"], embedder, breadth=wide) as langgraph_wide,
+                            open_store(urls["langgraph"], langgraph_embedder) as langgraph,
+                            open_store(urls["langgraph"], langgraph_embedder, breadth=wide) as langgraph_wide,
                         ):
                             clock.lap("start")
                             ingested = await ingest(
@@ -516,6 +589,7 @@ async def measured_run(
                                     ),
                                     Ingesting("raw", RawFetcher(raw), raw.until_indexed, share=slice(1, None, 2)),
                                     Ingesting("langgraph", langgraph),
+                                    Ingesting("encoder", EncoderAlone(encoder)),
                                 ],
                                 corpus,
                             )
@@ -523,7 +597,10 @@ async def measured_run(
                                 {"ingest": ingested[name]} for name in ("engram", "raw", "langgraph")
                             )
                             result["raw"]["ingest"]["phases_ms"] = {k: summary(v) for k, v in raw.phases.items()}
+                            result["encoder"] = {"ingest": ingested["encoder"]}
                             clock.lap("ingest")
+                            result["encoder"]["texts"] = await encoder_texts(encoder, corpus)
+                            clock.lap("encoder texts")
                             settled = await settle(list(urls.values()))
                             say(f"databases vacuumed, analyzed and checkpointed in {settled:.1f} s")
                             result["settle_s"] = round(settled, 1)
@@ -545,7 +622,9 @@ async def measured_run(
                         result["langgraph_wide"] = {}
                         for name in systems:
                             result[name]["fetch"] = latency[name]
-                        embed_calls = [lambda q=q: embedder.embed_queries([q]) for q in queries.questions]
+                        # The encoder itself: every system remembers the queries it embedded in the first
+                        # vector case, so this is what a query never asked before adds to a fetch.
+                        embed_calls = [lambda q=q: encoder.embed_queries([q]) for q in queries.questions]
                         result["embed_query_ms"], _ = await measure(embed_calls)
                         say("quality: exact rankings for recall@10")
                         truth = await ExactNeighbours.load(exact_conn, embedder.name)
@@ -577,6 +656,8 @@ async def measured_run(
                             await connection.close()
                         await raw_indexing.close()
                         await exact_conn.close()
+                        await langgraph_embedder.aclose()
+                        await embedder.aclose()
 
 
 async def growth_cases(small: Stand, large: Stand, seed: int) -> dict[str, Any]:

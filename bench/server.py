@@ -59,23 +59,32 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _engram_env(database_url: str, data_dir: Path) -> dict[str, str]:
+def engram_env(database_url: str, data_dir: Path, embedder: str) -> dict[str, str]:
+    """The service's environment: this shell's without any ``ENGRAM_*`` setting, so that the service
+    under test runs on its defaults but for its database, its data directory and ``embedder`` (the
+    encoder the baselines are given too)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("ENGRAM_")}
-    env.update(ENGRAM_DATABASE_URL=database_url, ENGRAM_DATA_DIR=str(data_dir), ENGRAM_LOG_LEVEL="warning")
+    env.update(
+        ENGRAM_DATABASE_URL=database_url,
+        ENGRAM_DATA_DIR=str(data_dir),
+        ENGRAM_LOG_LEVEL="warning",
+        ENGRAM_EMBEDDER=embedder,
+    )
     return env
 
 
-def engram_migrate(database_url: str, work: Path) -> None:
+def engram_migrate(database_url: str, work: Path, embedder: str) -> None:
     """``engram migrate`` against ``database_url``: the schema the service (and the raw baseline) runs on."""
-    env = _engram_env(database_url, work / "engram-data")
+    env = engram_env(database_url, work / "engram-data", embedder)
     subprocess.run([str(ENGRAM_BIN), "migrate"], env=env, check=True, capture_output=True, timeout=120)
 
 
 @contextmanager
-def engram_serve(database_url: str, work: Path) -> Iterator[str]:
-    """Migrate the database, start ``engram serve`` on a free loopback port, yield its base URL."""
-    env = _engram_env(database_url, work / "engram-data")
-    engram_migrate(database_url, work)
+def engram_serve(database_url: str, work: Path, embedder: str) -> Iterator[str]:
+    """Migrate the database, start ``engram serve`` with ``embedder`` (an ENGRAM_EMBEDDER value) on a free
+    loopback port, yield its base URL."""
+    env = engram_env(database_url, work / "engram-data", embedder)
+    engram_migrate(database_url, work, embedder)
     port = free_port()
     log = (work / "engram-serve.log").open("wb")
     process = subprocess.Popen(

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from app.contract.errors import ConfigError
-from app.embeddings.onnx import BUNDLED_DIMENSION, OnnxEmbedder, bundled_weights, verified
+from app.embeddings.onnx import BUNDLED_DIMENSION, SUB_BATCH, OnnxEmbedder, bundled_weights, verified
 from app.embeddings.prefixes import prefixes_for
 
 
@@ -38,6 +38,22 @@ async def test_vectors_are_unit_length_in_order_and_the_same_alone_or_in_a_batch
         (alone,) = await minilm.embed([text])
         assert np.allclose(alone, row, atol=1e-4)  # padding to a batch's longest changes nothing real
     assert (await minilm.embed([])).shape == (0, BUNDLED_DIMENSION)
+
+
+def test_length_sorted_runs_give_each_text_the_vector_one_padded_run_gives_in_the_callers_order(
+    minilm: OnnxEmbedder,
+) -> None:
+    """``encode`` runs the texts shortest first in runs of SUB_BATCH and puts the rows back: the same
+    vectors (within 1e-4) in the same order as one model run over the whole batch, as before."""
+    words = ["deploy", "the", "billing", "service", "after", "the", "migration", "passes", "review", "on", "friday"]
+    texts = [" ".join(words[: 1 + (i * 7) % len(words)]) * (1 + i % 4) for i in range(3 * SUB_BATCH + 5)]
+    assert len({len(t) for t in texts}) > SUB_BATCH  # lengths that the sort must reorder
+    one_run = np.stack(list(minilm._model.embed(texts, batch_size=len(texts))))
+    sorted_runs = minilm.encode(texts)
+    assert sorted_runs.shape == one_run.shape and sorted_runs.dtype == np.float32
+    assert np.abs(sorted_runs - one_run).max() < 1e-4
+    for position in (0, 1, len(texts) // 2, len(texts) - 1):
+        assert np.abs(minilm.encode([texts[position]])[0] - sorted_runs[position]).max() < 1e-4
 
 
 async def test_it_reads_the_meaning_of_a_question(minilm: OnnxEmbedder) -> None:
