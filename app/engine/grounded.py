@@ -3,10 +3,11 @@
 Optional (``ENGRAM_ANSWER_URL``, docs/answers-llm.md): any OpenAI-compatible ``/chat/completions``
 endpoint (Ollama, llama.cpp's server, vLLM, LM Studio, OpenAI). The model is shown the question, the
 caller's instructions and the best hits, each under its id, and told to answer from them alone and to
-cite them as ``[id]``. Its answer is checked after the call: every bracketed citation must be an id it
-was shown. A model cannot be trusted to follow rules, so a broken one costs a recall nothing: a
-citation it was not given, an empty answer, a timeout, an unreachable server, any non-2xx or a body
-that is not a chat completion all fall back to the extractive answer (``answers.compose``), and
+cite them as ``[id]``. Its answer is checked after the call: it must cite at least one memory (or say
+exactly "not in memory"), and every bracketed citation must be an id it was shown. A model cannot be
+trusted to follow rules, so a broken one costs a recall nothing: a citation it was not given, no
+citation, an empty answer, a timeout, an unreachable server, any non-2xx or a body that is not a chat
+completion all fall back to the extractive answer (``answers.compose``), and
 ``model`` says so, e.g. ``engram-extractive-1 (fallback: timeout)``. No path here raises to the caller.
 
 Neither the key nor a password in the URL reaches a log line or a response: the key goes only in the
@@ -116,7 +117,7 @@ class GroundedAnswerer:
         shown = shown_hits(hits)
         try:
             text = await self._ask(question, instructions, shown)
-            cited = cited_ids(text, {hit.id for hit in shown})
+            cited = checked_citations(text, {hit.id for hit in shown})
         except Fallback as failed:
             logger.warning("recall answer: the model's answer was not used (%s); answered extractively", failed.reason)
             return fallback(extractive, failed.reason)
@@ -190,6 +191,18 @@ def user_message(question: str, instructions: str | None, shown: list[Hit]) -> s
     parts.append("Memories:\n\n" + "\n\n".join(memories))
     parts.append(f'Answer from the memories alone, citing them as [id]; or reply exactly "{NOT_IN_MEMORY}".')
     return "\n\n".join(parts)
+
+
+def checked_citations(text: str, given: set[str]) -> list[str]:
+    """The ids the answer cites; a Fallback when it cites one it was not given, or none at all.
+
+    An answer that cites nothing is not grounded, however it reads (a small model may just echo the
+    prompt), unless it is the refusal the prompt asks for when the memories do not hold the answer.
+    """
+    cited = cited_ids(text, given)
+    if not cited and text.strip().rstrip(".!").strip().lower() != NOT_IN_MEMORY:
+        raise Fallback("uncited")
+    return cited
 
 
 def cited_ids(text: str, given: set[str]) -> list[str]:
