@@ -65,6 +65,18 @@ class Settings(BaseSettings):
     embedding_concurrency: int = Field(default=4, ge=1, le=64)
     embedding_retries: int = Field(default=4, ge=0, le=20)
 
+    # Recall answers by a language model (docs/answers-llm.md); off while the URL is unset (extractive only).
+    # The API base of an OpenAI-compatible chat server, e.g. http://localhost:11434/v1 (Ollama).
+    answer_url: str | None = None
+    # The model that server should answer with; required when ENGRAM_ANSWER_URL is set.
+    answer_model: str | None = None
+    # Sent as a bearer token; never logged or repeated.
+    answer_key: SecretStr | None = None
+    # A call that takes longer falls back to the extractive answer.
+    answer_timeout_s: float = Field(default=20.0, gt=0, le=600)
+    # The longest answer the model may write, in tokens.
+    answer_max_tokens: int = Field(default=200, ge=16, le=4_096)
+
     # HNSW candidates per vector search, without and with a filter (a filtered search discards most of its
     # candidates, so it needs a wider one to find the true nearest admitted items). Measured at 100k items
     # (bench corpus, recall@10 against an exact scan; unfiltered / tag / subtree). Full-precision index
@@ -165,6 +177,23 @@ class Settings(BaseSettings):
             )
         if choice.needs_url and self.embedding_dim is None:
             raise ValueError(f"ENGRAM_EMBEDDING_DIM must give the model's dimension for the {self.embedder} embedder")
+        return self
+
+    @field_validator("answer_url", "answer_model", mode="before")
+    @classmethod
+    def _blank_is_unset(cls, value: Any) -> Any:
+        # An empty variable in a .env file or a compose file means "off", not "an empty url".
+        return None if isinstance(value, str) and not value.strip() else value
+
+    @model_validator(mode="after")
+    def _what_the_answerer_needs(self) -> Settings:
+        # Checked at start: a wrong endpoint would otherwise only show as every answer falling back.
+        if self.answer_url is None:
+            return self
+        if not _http_url(self.answer_url):
+            raise ValueError("ENGRAM_ANSWER_URL must be the chat server's http or https api base, with a host")
+        if not (self.answer_model or "").strip():
+            raise ValueError("ENGRAM_ANSWER_MODEL must name the model when ENGRAM_ANSWER_URL is set")
         return self
 
     @field_validator("text_search_config")

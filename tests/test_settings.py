@@ -85,3 +85,25 @@ def test_the_openai_embedder_needs_an_http_url_a_model_and_a_dimension(
     [line] = out.err.splitlines()
     assert line.startswith("engram: configuration error: ") and missing in line
     assert "SuperSecret123" not in out.err + out.out and "Traceback" not in out.err
+
+
+@pytest.mark.parametrize(
+    ("named", "url", "model"),
+    [
+        ("ENGRAM_ANSWER_URL", "engram:SuperSecret123@localhost:11434/v1", "llama3.2"),
+        ("ENGRAM_ANSWER_URL", "ftp://engram:SuperSecret123@localhost/v1", "llama3.2"),
+        ("ENGRAM_ANSWER_MODEL", SECRET_URL, ""),
+        ("ENGRAM_ANSWER_MODEL", SECRET_URL, "  "),
+    ],
+)
+def test_a_recall_answer_model_needs_an_http_url_and_a_model(
+    named: str, url: str, model: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("ENGRAM_ANSWER_URL", url)
+    monkeypatch.setenv("ENGRAM_ANSWER_MODEL", model)
+    monkeypatch.setenv("ENGRAM_ANSWER_KEY", "sk-SuperSecret123")
+    assert main(["migrate"]) == 2
+    out = capsys.readouterr()
+    [line] = out.err.splitlines()
+    assert line.startswith("engram: configuration error: ") and named in line
+    assert "SuperSecret123" not in out.err + out.out and "Traceback" not in out.err

@@ -45,6 +45,7 @@ from app.engine import answers
 from app.engine.context import ThreadKey, texts_to_embed, thread_of
 from app.engine.cursors import CursorCodec, listing_position, scope_of
 from app.engine.fusion import fuse
+from app.engine.grounded import GroundedAnswerer
 from app.engine.keywords import MAX_TERMS, STOP_WORDS, WORD, KeywordQuery, stem
 
 
@@ -91,8 +92,11 @@ def _cosine(a: list[float], b: list[float]) -> float:
 
 
 class ReferenceEngine:
-    def __init__(self, embedder: Embedder, limits: Limits = DEFAULT_LIMITS) -> None:
+    def __init__(
+        self, embedder: Embedder, limits: Limits = DEFAULT_LIMITS, answerer: GroundedAnswerer | None = None
+    ) -> None:
         self._embedder = embedder
+        self._answerer = answerer  # as the PostgreSQL engine's: None answers extractively
         self._limits = limits
         self._records: dict[str, _Record] = {}
         self._seq = 0
@@ -116,7 +120,8 @@ class ReferenceEngine:
         return Health(state="ok")
 
     async def close(self) -> None:
-        return None
+        if self._answerer is not None:
+            await self._answerer.aclose()
 
     async def store(self, item: StoredItem) -> StoreReceipt:
         # Refused in the item's own words, not as items[0] of a batch the client never sent.
@@ -191,6 +196,8 @@ class ReferenceEngine:
         request = request.validate(self._limits)
         ranked = await self._rank(request.question, "hybrid", request.filter)
         hits = [record.hit(item_id, score) for item_id, record, score in ranked[: request.limit]]
+        if self._answerer is not None:
+            return await self._answerer.answer(request.question, request.instructions, hits)
         return answers.compose(request.question, hits)
 
     async def list(self, request: ListRequest) -> ListPage:

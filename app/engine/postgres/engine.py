@@ -54,6 +54,7 @@ from app.engine import answers
 from app.engine.context import BEFORE_ITEMS, ThreadKey, texts_to_embed, thread_of
 from app.engine.cursors import CursorCodec, listing_position, scope_of
 from app.engine.fusion import fuse, fusion_depth
+from app.engine.grounded import GroundedAnswerer
 from app.engine.keywords import KeywordQuery
 from app.engine.postgres.errors import classify, database_errors
 from app.engine.postgres.facets import FacetFolder
@@ -262,8 +263,10 @@ class PostgresEngine:
         backlog_limit: int = 500,
         indexers: int = 2,
         owns_embedder: bool = False,
+        answerer: GroundedAnswerer | None = None,
     ) -> None:
         self._db = engine
+        self._answerer = answerer  # None: extractive answers only; closed with the engine
         self._owns_embedder = owns_embedder
         self._generic = generic_plans
         self._indexer = VectorIndexer(self._connection, workers=indexers)
@@ -303,6 +306,7 @@ class PostgresEngine:
         background_indexing: bool = True,
         indexers: int = 2,
         owns_embedder: bool = False,
+        answerer: GroundedAnswerer | None = None,
     ) -> PostgresEngine:
         """Open the pools, read the settings the schema was made with, start the vector indexer.
 
@@ -316,7 +320,8 @@ class PostgresEngine:
         the rest, each on a pooled connection. Without ``background_indexing`` only such writes
         and ``finish_indexing`` index (tests that need a backlog to stay). With ``owns_embedder``
         the engine's ``close`` closes the embedder too (the service's, built for it alone); an embedder
-        shared by several engines is closed by whoever made it.
+        shared by several engines is closed by whoever made it. An ``answerer`` (app/engine/grounded.py)
+        writes recall answers and is closed with the engine; without one they are extractive.
         """
 
         def pool(plan_cache_mode: str) -> AsyncEngine:
@@ -370,6 +375,7 @@ class PostgresEngine:
             backlog_limit=backlog_limit,
             indexers=indexers,
             owns_embedder=owns_embedder,
+            answerer=answerer,
         )
         if background_indexing:
             connected._indexer.start()  # which first indexes whatever a crash left queued
@@ -416,6 +422,8 @@ class PostgresEngine:
         await self._generic.dispose()
         if self._owns_embedder:
             await self._embedder.aclose()
+        if self._answerer is not None:
+            await self._answerer.aclose()
 
     async def finish_indexing(self) -> None:
         """Move the whole vector backlog into the index now (the indexer would, shortly)."""
@@ -702,6 +710,8 @@ class PostgresEngine:
     async def recall(self, request: RecallRequest) -> RecallAnswer:
         request = request.validate(self._limits)
         hits = await self._rank(request.question, "hybrid", request.filter, 0, request.limit)
+        if self._answerer is not None:
+            return await self._answerer.answer(request.question, request.instructions, hits)
         return answers.compose(request.question, hits)
 
     async def list(self, request: ListRequest) -> ListPage:

@@ -8,6 +8,8 @@ import anyio.to_thread
 
 from app.embeddings.protocol import Embedder
 from app.embeddings.registry import build_embedder
+from app.engine import answers
+from app.engine.grounded import GroundedAnswerer
 from app.engine.postgres import schema
 from app.engine.postgres.engine import PostgresEngine
 from app.settings import Settings
@@ -35,6 +37,7 @@ async def open_postgres_engine(settings: Settings, embedder: Embedder | None = N
     """The engine with the configured embedder (or ``embedder``, already loaded)."""
     # Loaded first: a model that will not load ends the start before a database is made for it.
     embedder = embedder or await anyio.to_thread.run_sync(build_embedder, settings)
+    answerer = GroundedAnswerer.from_settings(settings)
     try:
         url = await resolve_database(settings, embedder.dimension)
         engine = await PostgresEngine.connect(
@@ -51,9 +54,13 @@ async def open_postgres_engine(settings: Settings, embedder: Embedder | None = N
             backlog_limit=settings.vector_backlog_limit,
             indexers=settings.vector_indexers,
             owns_embedder=True,
+            answerer=answerer,
         )
     except BaseException:
         await embedder.aclose()  # a refused start leaves no connection to the endpoint behind
+        if answerer is not None:
+            await answerer.aclose()
         raise
-    logger.info("database: %s, embedder: %s", schema.redacted(url), embedder.name)
+    answering = answerer.name if answerer is not None else answers.MODEL
+    logger.info("database: %s, embedder: %s, answers: %s", schema.redacted(url), embedder.name, answering)
     return engine
