@@ -14,7 +14,7 @@ from sqlalchemy.exc import ArgumentError
 
 from app.contract.limits import Limits
 from app.embeddings.registry import EMBEDDERS
-from app.engine.postgres.statements import HNSW_EF_SEARCH, HNSW_EF_SEARCH_FILTERED
+from app.engine.postgres.options import HNSWOptions
 
 
 def _http_url(value: str) -> bool:
@@ -94,8 +94,8 @@ class Settings(BaseSettings):
     # same margins as before at about half the unfiltered cost. Twelfth session: the graph at ef_construction
     # 80 (migration 0007), grown by inserts in the bench's 100k run: 0.963 / 0.919 / 0.930 at these breadths.
     # pgvector takes 1..1000 and quietly keeps its default for anything else.
-    hnsw_ef_search: int = Field(default=HNSW_EF_SEARCH, ge=1, le=1000)
-    hnsw_ef_search_filtered: int = Field(default=HNSW_EF_SEARCH_FILTERED, ge=1, le=1000)
+    hnsw_ef_search: int = Field(default=HNSWOptions.ef_search, ge=1, le=1000)
+    hnsw_ef_search_filtered: int = Field(default=HNSWOptions.ef_search_filtered, ge=1, le=1000)
     # How a filtered vector search keeps walking the index (pgvector turns a value it does not know off).
     hnsw_iterative_scan: Literal["relaxed_order", "strict_order", "off"] = "relaxed_order"
     # Vectors are indexed after their write is acknowledged (app/engine/postgres/indexer.py) and searched

@@ -4,13 +4,13 @@ Not used by the service: each is here so that its latency and what it changes
 in recall are measured beside what the engine runs.
 
 * keyword, every match scored: the engine's keyword statement with no budget
-  (``KEYWORD_BUDGET`` and ``KEYWORD_SCORED`` unbounded), so every match is scored. Not a proposal but
+  (KeywordOptions' ``budget`` and ``scored`` unbounded), so every match is scored. Not a proposal but
   the ranking the engine's bounded one approximates: its latency is what the
   budget saves and the engine's recall@10 against it is what the budget costs.
 
 * vector, every filter through the HNSW walk: what the engine ran for every filtered vector
   search before migration 0008, which it now runs only for filters its statistics do not bound
-  to SKETCH_MAX_ADMITTED items (the others are ranked by sketches, sketch_sql). Timed query by
+  to SketchOptions' ``max_admitted`` items (the others are ranked by sketches, sketch_sql). Timed query by
   query in turn with the engine's own statement, each with its recall@10 against the exact
   ranking: what the sketches buy, in every run.
 
@@ -30,20 +30,16 @@ from app.contract.meta import Filter
 from app.embeddings.protocol import Embedder
 from app.engine.keywords import KeywordQuery
 from app.engine.postgres.filters import filter_predicate
-from app.engine.postgres.statements import (
-    KEYWORD_BUDGET,
-    KEYWORD_SCORED,
-    SKETCH_MAX_ADMITTED,
-    keyword_params,
-    keyword_sql,
-    plans_generic,
-)
+from app.engine.postgres.options import KeywordOptions, SketchOptions
+from app.engine.postgres.queries.keyword import plan_keyword
 from bench.corpus import QuerySet
 from bench.rawsql import RawSql
 from bench.stats import measure_paired, summary
 from bench.truth import ExactNeighbours
 
 EVERY_MATCH = 2**31 - 1  # a keyword budget no estimate reaches
+# The engine's keyword options with every match scored.
+EVERY_MATCH_SCORED = KeywordOptions(budget=EVERY_MATCH, scored=EVERY_MATCH)
 
 
 class Proposals:
@@ -54,23 +50,16 @@ class Proposals:
         keywords = KeywordQuery.parse(query)
         if keywords.is_empty:
             return []
-        pred = filter_predicate(request_filter)
-        params = {
-            **keyword_params(
-                "english", keywords, 11, await self._raw.term_statistics(), budget=EVERY_MATCH, scored=EVERY_MATCH
-            ),
-            "count": 11,
-            "offset": 0,
-            **pred.params,
-        }
-        return [
-            r["id"]
-            for r in await self._raw.run(
-                keyword_sql(pred, keywords, depth=11),
-                params,
-                generic_plan=plans_generic(pred),
-            )
-        ][:10]
+        statement = plan_keyword(
+            keywords,
+            filter_predicate(request_filter),
+            offset=0,
+            count=11,
+            statistics=await self._raw.term_statistics(),
+            ts_config="english",
+            options=EVERY_MATCH_SCORED,
+        )
+        return [r["id"] for r in await self._raw.run(statement)][:10]
 
 
 def _recall(got: list[list[str]], truth: list[list[str]]) -> float | None:
@@ -94,9 +83,9 @@ async def measure_proposals(
     """
     proposals = Proposals(raw)
     out: dict[str, Any] = {
-        "keyword_budget": KEYWORD_BUDGET,
-        "keyword_scored": KEYWORD_SCORED,
-        "sketch_max_admitted": SKETCH_MAX_ADMITTED,
+        "keyword_budget": KeywordOptions.budget,
+        "keyword_scored": KeywordOptions.scored,
+        "sketch_max_admitted": SketchOptions.max_admitted,
     }
     for variant, variant_filters in filters.items():
         samples, answers = [], []

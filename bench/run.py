@@ -432,7 +432,7 @@ async def plans(raw: RawSql, embedder: Embedder, queries: QuerySet) -> dict[str,
             request_filter = Filter.model_validate(wire_filter(variant, tag, subtree))
             statement = await raw.fetch_statement(question, mode, request_filter, vector)
             out[f"{mode}/{variant}"] = f"-- query: {question!r} tag {tag!r} subtree {subtree!r}\n" + (
-                await raw.explain(statement.sql, statement.params, generic_plan=statement.generic_plan)
+                await raw.explain(statement)
             )
     return out
 

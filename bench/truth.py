@@ -15,7 +15,7 @@ from pgvector.asyncpg import register_vector
 
 from app.contract.meta import Filter
 from app.engine.postgres.filters import filter_predicate
-from app.engine.postgres.statements import positional
+from app.engine.postgres.queries.statement import Statement
 
 # Indexed and still queued vectors alike: the truth is every item with a vector.
 VECTORS = """
@@ -51,8 +51,9 @@ class ExactNeighbours:
         key = request_filter.model_dump_json()
         if key not in self._admitted:
             pred = filter_predicate(request_filter)
-            sql, args = positional(f"SELECT i.seq FROM engram_items i WHERE {pred.sql()}", pred.params)
-            seqs = np.array([row["seq"] for row in await self._connection.fetch(sql, *args)], dtype=np.int64)
+            admitted = Statement.bind(f"SELECT i.seq FROM engram_items i WHERE {pred.sql()}", pred.params)
+            rows = await self._connection.fetch(admitted.sql, *admitted.args)
+            seqs = np.array([row["seq"] for row in rows], dtype=np.int64)
             self._admitted[key] = np.flatnonzero(np.isin(self._seqs, seqs))
         return self._admitted[key]
 

@@ -18,7 +18,7 @@ VECTOR_WEIGHT = 0.7
 # How deep each ranking counts in the fusion. A fixed depth, not the page's end: fused at each
 # page's own depth, an item deeper in both rankings gained once a deeper cut saw it in both, so the
 # order changed from page to page and cursors repeated and skipped hits. 50 keeps a filtered vector
-# ranking's re-ranked candidates at their minimum (statements.sketch_candidates).
+# ranking's re-ranked candidates at their minimum (queries.vector.sketch_candidates).
 FUSION_DEPTH = 50
 Key = TypeVar("Key", bound=Hashable)
 Scored = Sequence[tuple[Key, float]]

@@ -84,7 +84,7 @@ _TOKEN_JOIN = re.compile(r"[a-z0-9_][.@][a-z0-9_]|^/|://")
 # only in PostgreSQL, whose configuration knows them.
 MAX_PARSED = 256
 # Bounds the tsquery so a pasted page cannot become a thousand-way OR: the first MAX_TERMS
-# operands that are not all stop words (statements._KEYWORD_TERMS).
+# operands that are not all stop words (queries.keyword._KEYWORD_TERMS).
 MAX_TERMS = 32
 
 

@@ -1,7 +1,7 @@
 """The vector index over half-precision casts of the vectors (m 16, ef_construction 40).
 
 Faster inserts and searches for the same recall at a larger ef_search; measured
-in app/engine/postgres/statements.py. The vectors themselves stay full precision.
+in docs/tuning.md#hnsw-build. The vectors themselves stay full precision.
 
 Revision ID: 0002
 Revises: 0001

@@ -7,7 +7,7 @@ ef_construction 40 needed ef_search 300 for 0.972 unfiltered (14.2 ms) and 500 f
 0.919 / 0.922 with a tag / subtree filter (24.8 / 27.0 ms); at 100, ef_search 150
 gives 0.965 (6.5 ms) and 200 gives 0.921 / 0.932 (19.0 / 19.7 ms) (app/settings.py
 has the breadths). The price is graph upkeep on every write: the bench's 100k ingest,
-one indexer, went from 422 to 270 items/s (app/engine/postgres/statements.py). The
+one indexer, went from 422 to 270 items/s (docs/tuning.md#hnsw-build). The
 rebuild reads every stored vector once: minutes at a million items.
 
 Revision ID: 0005

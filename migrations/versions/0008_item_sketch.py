@@ -2,7 +2,7 @@
 
 A vector search under a filter that admits few items ranks those items by the Hamming distance
 of their sketches to the query's, then the nearest 200 again by their vectors
-(app/engine/postgres/statements.py, sketch_sql). The HNSW walk must step past every candidate the
+(app/engine/postgres/queries/vector.py, sketch_sql). The HNSW walk must step past every candidate the
 filter refuses, and the fewer it admits the further it walks; the sketches are read where the
 filter's own index finds the items, with no join per item. At 100k (bench corpus, raw SQL,
 fifteenth session), a tag or subtree admitting 1,000-3,000 items: p50 13-20 -> ~5 ms, recall@10

@@ -9,7 +9,7 @@ the sketch scan p50 7.2 -> 3.4 ms with a tag and 7.9 -> 3.8 with a subtree, p95 
 and 39.1 -> 13.6 (bench/analysis.md). 25 MB at 100k.
 
 The vector indexer writes an item's sketch when it moves the item's vector into the HNSW
-index, in the same transaction (statements.MOVE_BACKLOG): a write is no slower than before
+index, in the same transaction (queries.backlog.MOVE_BACKLOG): a write is no slower than before
 0008, and a vector still queued is ranked exactly beside the sketches, as the walk ranks it.
 Items are never updated, so the copied tags and lineage never go stale; a forget takes the
 sketch with the item (ON DELETE CASCADE).

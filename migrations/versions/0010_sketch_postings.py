@@ -12,7 +12,7 @@ three passes, eighteenth session) the sketch statement's p50 3.1-5.0 -> 1.5-2.5 
 tag and 3.9-4.5 -> 1.8-2.1 with a subtree, p95 13-17 -> 6-8, every page the same.
 
 What it costs: ~3.6 rows an item (the bench's corpus: 360,876 for 100k items), 94 MB at 100k
-against the narrow table's 40, written by the vector indexer as before (statements.MOVE_BACKLOG).
+against the narrow table's 40, written by the vector indexer as before (queries.backlog.MOVE_BACKLOG).
 A forget takes the postings with the item (ON DELETE CASCADE, through the index on item_id).
 
 Filled from the narrow table in one statement; the narrow table goes.
@@ -46,7 +46,7 @@ def upgrade() -> None:
         )
         """
     )
-    # Each key once per item, however often the item repeats a tag (statements.POSTING_KEYS).
+    # Each key once per item, however often the item repeats a tag (queries.backlog.POSTING_KEYS).
     op.execute(
         """
         INSERT INTO engram_sketch_postings (key, seq, item_id, sketch)

@@ -7,10 +7,10 @@ nineteenth session). Here each statement that inserts or deletes items adds one 
 statement triggers from the statement's transition table, so a batch of 100 items adds one
 aggregate insert, rows no other write ever updates (concurrent writers never wait on a shared
 counter). ``value`` NULL counts the items lacking the facet; facet '' counts every item. An
-explore without a filter sums a facet's rows (statements.explore_sql); the service folds them
-into one row a value as they pile up (statements.FOLD_FACETS, app/engine/postgres/facets.py).
+explore without a filter sums a facet's rows (queries.facets.explore_sql); the service folds them
+into one row a value as they pile up (queries.facets.FOLD_FACETS, app/engine/postgres/facets.py).
 
-The facet values repeat statements.FACET_VALUE, frozen here as migrations are: the engine's
+The facet values repeat queries.facets.FACET_VALUE, frozen here as migrations are: the engine's
 tests compare every facet's counts with a count over the items.
 
 Filled from the items in one statement.

@@ -1,7 +1,7 @@
 """An explore without a filter answers from counts kept as items come and go (migration 0011).
 
 Each answer must be the one counting the items would give: the same as an explore whose filter
-admits every item, which counts them (statements.explore_sql).
+admits every item, which counts them (queries.facets.explore_sql).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from app.contract.namespaces import Reach
 from app.contract.requests import ExplorePage, ExploreRequest, ForgetByFilter, ForgetByIds
 from app.engine.postgres.engine import PostgresEngine
 from app.engine.postgres.facets import FacetFolder
-from app.engine.postgres.statements import FOLD_AFTER_ROWS
+from app.engine.postgres.queries.facets import FOLD_AFTER_ROWS
 from tests.conftest import truncate
 from tests.engine.test_postgres import learning
 

@@ -8,7 +8,7 @@ import random
 import pytest
 
 from app.engine.fusion import FUSION_DEPTH, VECTOR_WEIGHT, fuse, fusion_depth
-from app.engine.postgres.engine import concurrently
+from app.engine.postgres.ranking import concurrently
 
 
 def test_fusion_combines_the_keyword_score_over_the_best_with_the_cosine() -> None:
@@ -110,7 +110,7 @@ async def test_concurrently_answers_in_order_and_a_failure_cancels_the_rest_ungr
 
 
 async def test_term_statistics_are_read_once_a_while_and_again_when_forgotten() -> None:
-    from app.engine.postgres.engine import StatisticsCache
+    from app.engine.postgres.queries.statistics import StatisticsCache
 
     reads: list[int] = []
 

@@ -10,7 +10,7 @@ from pydantic import BaseModel
 from app.contract.items import ITEM_ADAPTER
 from app.contract.meta import Meta
 from app.contract.requests import Hit
-from app.engine.postgres.engine import built, hit_of, meta_of
+from app.engine.postgres.rows import built, hit_of, meta_of
 
 FULL_META = {
     "namespace": "team:acme/project:p1",

@@ -189,7 +189,7 @@ async def test_several_workers_index_every_vector_once_and_share_the_work(uninde
 
     @asynccontextmanager
     async def counting() -> AsyncIterator[Any]:
-        async with unindexed._connection() as connection:
+        async with unindexed.connection() as connection:
             yield CountingConnection(connection, moved)
 
     indexer = VectorIndexer(counting, workers=3, step=5)
@@ -277,7 +277,7 @@ async def test_a_short_answer_from_the_index_falls_back_to_exact_whatever_the_ba
     unindexed: PostgresEngine, database_url: str, embedder: Any
 ) -> None:
     """The index gives up on a selective filter; rows still queued must not make its short answer look full."""
-    from app.engine.postgres.statements import vector_sql
+    from app.engine.postgres.queries.vector import vector_sql
     from app.engine.postgres.vectors import query_vector
 
     common = [learning(f"common note {n}", tags=["common"]) for n in range(2_000)]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from app.contract.items import ITEM_ADAPTER, StoredItem
-from app.engine.postgres.engine import item_row
+from app.engine.postgres.rows import item_row
 from tests.engine.test_facet_counts import varied_items
 
 # What making an item canonical drops, which its stored JSON keeps: when it was observed.

@@ -23,7 +23,7 @@ from app.contract.requests import FetchRequest, ForgetByIds, ListRequest
 from app.embeddings.wordllama import WordLlamaEmbedder
 from app.engine.postgres import schema
 from app.engine.postgres.engine import PostgresEngine
-from app.engine.postgres.statements import HNSW_EF_CONSTRUCTION
+from app.engine.postgres.options import HNSWOptions
 from app.main import create_app
 from app.settings import Settings
 from tests.deploy.scratch import SKETCHES_OFF, ScratchServer, free_port, learnings, run_engram, scratch_server
@@ -426,7 +426,7 @@ async def test_0007_rebuilds_the_vector_index_at_the_breadth_the_engine_builds_i
 ) -> None:
     url = await _with_indexed_learnings(scratch, embedder, 12)
     # Re-embedding builds the index from hnsw_index_sql: it and the migrations must agree.
-    assert f"ef_construction='{HNSW_EF_CONSTRUCTION}'" in str(await _scalar(url, VECTOR_INDEX_DEF))
+    assert f"ef_construction='{HNSWOptions.ef_construction}'" in str(await _scalar(url, VECTOR_INDEX_DEF))
     await _downgrade(url, "0006")
     assert "ef_construction='100'" in str(await _scalar(url, VECTOR_INDEX_DEF))
     assert await _indexed_neighbours(url) == 12

@@ -8,6 +8,7 @@ import json
 import random
 from collections import Counter
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -24,17 +25,16 @@ from app.engine import keywords
 from app.engine.keywords import MAX_TERMS, KeywordQuery
 from app.engine.postgres.engine import PostgresEngine
 from app.engine.postgres.filters import filter_predicate
+from app.engine.postgres.options import KeywordOptions
+from app.engine.postgres.queries.backlog import INDEXER_LOCK_ORDER
+from app.engine.postgres.queries.keyword import keyword_params, plan_keyword
+from app.engine.postgres.queries.statement import Statement
+from app.engine.postgres.queries.statistics import TERM_STATISTICS, TermStatistics
+from app.engine.postgres.queries.vector import search_breadth, vector_sql
 from app.engine.postgres.schema import async_url
-from app.engine.postgres.statements import (
-    INDEXER_LOCK_ORDER,
-    KEYWORD_POOL,
-    TERM_STATISTICS,
-    TermStatistics,
-    keyword_params,
-    keyword_sql,
-    vector_sql,
-)
 from tests.conftest import truncate
+
+KEYWORD_POOL = KeywordOptions().pool
 
 
 def learning(text_: str, **meta: Any) -> StoredItem:
@@ -190,10 +190,30 @@ async def test_a_filtered_search_walks_the_index_wider_for_its_statement_alone(
         database_url, embedder, pool_size=1, pool_overflow=0, ef_search=123, ef_search_filtered=456
     )
     try:
-        assert engine._breadth(filter_predicate(Filter(tags_any=["x"])), exact=False) == 456
-        assert engine._breadth(filter_predicate(Filter(kinds=["learning"])), exact=False) == 456
-        assert engine._breadth(filter_predicate(Filter()), exact=False) is None
-        assert engine._breadth(filter_predicate(Filter(tags_any=["x"])), exact=True) is None
+        assert (
+            search_breadth(
+                filter_predicate(Filter(tags_any=["x"])), exact=False, filtered=engine.options.hnsw.ef_search_filtered
+            )
+            == 456
+        )
+        assert (
+            search_breadth(
+                filter_predicate(Filter(kinds=["learning"])),
+                exact=False,
+                filtered=engine.options.hnsw.ef_search_filtered,
+            )
+            == 456
+        )
+        assert (
+            search_breadth(filter_predicate(Filter()), exact=False, filtered=engine.options.hnsw.ef_search_filtered)
+            is None
+        )
+        assert (
+            search_breadth(
+                filter_predicate(Filter(tags_any=["x"])), exact=True, filtered=engine.options.hnsw.ef_search_filtered
+            )
+            is None
+        )
         await truncate(engine)
         for batch in range(3):
             await engine.store_many([learning(f"breadth probe {batch} {n}") for n in range(100)])
@@ -213,8 +233,8 @@ async def test_a_filtered_search_walks_the_index_wider_for_its_statement_alone(
         # One pooled connection: what one statement set must not reach the next.
         breadth = "SELECT current_setting('hnsw.ef_search') AS ef"
         widened = vector_sql("TRUE", exact=False, dimension=embedder.dimension, breadth=456)
-        assert len(await engine._rows(widened, params)) == 5
-        assert (await engine._rows(breadth, {}))[0]["ef"] == "123"
+        assert len(await engine.run(Statement.bind(widened, params))) == 5
+        assert (await engine.run(Statement.bind(breadth, {})))[0]["ef"] == "123"
     finally:
         await engine.close()
 
@@ -242,15 +262,19 @@ async def test_rankings_without_a_filter_reuse_one_plan_and_filtered_ones_are_pl
         # (a filter the statistics do not bound: its vector ranking walks the index, never sketches).
         # Each pool keeps its own prepared statements: the unfiltered ones are all on the second.
         for marker, generic in (("pairs AS", True), ("halfvec", True)):
-            (unfiltered,) = await engine._rows(plans, {"marker": marker, "other": "no such text"}, generic_plan=generic)
+            (unfiltered,) = await engine.run(
+                Statement.bind(plans, {"marker": marker, "other": "no such text"}, generic_plan=generic)
+            )
             assert (unfiltered["generic_plans"], unfiltered["custom_plans"]) == (3, 0), marker
         for marker, other in (("i.kind = ANY", "halfvec"), ("'hnsw.ef_search'", "tsv")):
-            (filtered,) = await engine._rows(plans, {"marker": marker, "other": other})
+            (filtered,) = await engine.run(Statement.bind(plans, {"marker": marker, "other": other}))
             assert (filtered["generic_plans"], filtered["custom_plans"]) == (0, 3), marker
-            assert not await engine._rows(plans, {"marker": marker, "other": other}, generic_plan=True), marker
+            assert not await engine.run(Statement.bind(plans, {"marker": marker, "other": other}, generic_plan=True)), (
+                marker
+            )
         setting = "SELECT current_setting('plan_cache_mode') AS m"
-        assert (await engine._rows(setting, {}))[0]["m"] == "force_custom_plan"
-        assert (await engine._rows(setting, {}, generic_plan=True))[0]["m"] == "force_generic_plan"
+        assert (await engine.run(Statement.bind(setting, {})))[0]["m"] == "force_custom_plan"
+        assert (await engine.run(Statement.bind(setting, {}, generic_plan=True)))[0]["m"] == "force_generic_plan"
     finally:
         await engine.close()
 
@@ -352,23 +376,30 @@ async def test_keyword_ranking_weighs_a_rare_word_above_common_ones(pg_engine: P
 
 async def keyword_statement(
     pg_engine: PostgresEngine, query: str, limit: int, request_filter: Filter | None = None, **budgets: int
-) -> tuple[str, dict[str, Any]]:
-    """The engine's keyword statement for a first page of ``limit`` and its parameters; ``budgets``
-    (budget, scored, middle) replace keyword_params' defaults."""
+) -> Statement:
+    """The engine's keyword statement for a first page of ``limit``; ``budgets`` (budget, scored,
+    middle) replace KeywordOptions' defaults."""
     keywords = KeywordQuery.parse(query)
-    (stats,) = await pg_engine._rows(TERM_STATISTICS, {})
+    (stats,) = await pg_engine.run(TERM_STATISTICS)
     pred = filter_predicate(request_filter or Filter())
-    params = keyword_params("english", keywords, limit, TermStatistics.of(stats), **budgets)
-    return keyword_sql(pred, keywords, depth=limit), {**params, **pred.params, "count": limit, "offset": 0}
+    return plan_keyword(
+        keywords,
+        pred,
+        offset=0,
+        count=limit,
+        statistics=TermStatistics.of(stats),
+        ts_config="english",
+        options=replace(KeywordOptions(), **budgets),
+    )
 
 
 async def keyword_plan(pg_engine: PostgresEngine, query: str, request_filter: Filter, *settings: str) -> list[str]:
     """The lines of EXPLAIN for the engine's keyword statement, under ``settings``."""
-    sql, params = await keyword_statement(pg_engine, query, 5, request_filter)
-    async with pg_engine.database.begin() as connection:
+    statement = await keyword_statement(pg_engine, query, 5, request_filter)
+    async with pg_engine.connection() as connection, connection.transaction():
         for setting in settings:
-            await connection.execute(text(setting))
-        return [row[0] for row in await connection.execute(text("EXPLAIN " + sql), params)]
+            await connection.execute(setting)
+        return [row[0] for row in await connection.fetch("EXPLAIN " + statement.sql, *statement.args)]
 
 
 async def keyword_page(
@@ -381,11 +412,10 @@ async def keyword_page(
     scored: int | None = None,
 ) -> list[str]:
     """The engine's keyword statement with a chosen budget (the default one covers a small test table)."""
-    sql, params = await keyword_statement(
+    statement = await keyword_statement(
         pg_engine, query, limit, request_filter, budget=budget, scored=scored or budget, middle=middle or budget
     )
-    async with pg_engine.database.connect() as connection:
-        return [row.id for row in await connection.execute(text(sql), params)]
+    return [row["id"] for row in await pg_engine.run(statement)]
 
 
 async def test_keyword_score_is_the_idf_weighted_rank_summed_over_the_operands_an_item_holds(
@@ -393,7 +423,7 @@ async def test_keyword_score_is_the_idf_weighted_rank_summed_over_the_operands_a
 ) -> None:
     """The score written out per operand sums what a subquery over ``terms`` sums: a phrase
     counts only where its words stand together, an all-stop-word operand adds nothing."""
-    from app.engine.postgres.statements import _KEYWORD_TERMS
+    from app.engine.postgres.queries.keyword import _KEYWORD_TERMS
 
     texts = [f"garden soil report {n}" for n in range(40)] + [
         "soil garden, the report turned over twice: soil soil",
@@ -401,7 +431,7 @@ async def test_keyword_score_is_the_idf_weighted_rank_summed_over_the_operands_a
         "quokka",
     ]
     await stored_in_table_order(pg_engine, [learning(t) for t in texts])
-    (stats,) = await pg_engine._rows(TERM_STATISTICS, {})
+    (stats,) = await pg_engine.run(TERM_STATISTICS)
     definition = f"""
         WITH {_KEYWORD_TERMS}
         SELECT i.id, (SELECT sum(t.idf * ts_rank(i.tsv, t.tq)) FROM terms t WHERE i.tsv @@ t.tq) AS score
@@ -410,8 +440,8 @@ async def test_keyword_score_is_the_idf_weighted_rank_summed_over_the_operands_a
     for query in ('quokka "garden soil" report soil', 'the quokka "garden soil" report soil'):
         page = await pg_engine.fetch(FetchRequest(query=query, mode="keyword", limit=50))
         assert len(page.hits) == len(texts)
-        params = keyword_params("english", KeywordQuery.parse(query), 50, TermStatistics.of(stats))
-        expected = {row["id"]: row["score"] for row in await pg_engine._rows(definition, params)}
+        params = keyword_params("english", KeywordQuery.parse(query), 50, TermStatistics.of(stats), KeywordOptions())
+        expected = {row["id"]: row["score"] for row in await pg_engine.run(Statement.bind(definition, params))}
         assert {hit.id: hit.score for hit in page.hits} == expected
         assert len(set(expected.values())) > 3
 
@@ -504,7 +534,9 @@ async def test_runs_the_parser_reads_as_one_token_are_searched_without_their_wor
     several = ["co-operation", "o'reilly", "key:value", "tabs,spaces", "1,000", "2024-01-05", "12:30", "café.py"]
     several += ["gpt-4o", "foo..bar", "c:\\temp\\x"]
     for run in one + several:
-        rows = await pg_engine._rows("SELECT alias FROM ts_debug('english', :run) WHERE alias <> 'blank'", {"run": run})
+        rows = await pg_engine.run(
+            Statement.bind("SELECT alias FROM ts_debug('english', :run) WHERE alias <> 'blank'", {"run": run})
+        )
         aliases = [row["alias"] for row in rows]
         assert (len(aliases) == 1 or aliases[0] == "protocol") == (run in one), (run, aliases)
         texts = KeywordQuery.parse(run).texts
@@ -594,7 +626,6 @@ async def test_stored_vectors_are_the_embedders_float32_vectors_exactly(
 
 async def test_vector_search_walks_the_half_precision_index(pg_engine: PostgresEngine, embedder: Any) -> None:
     """The statement's distance must be the index's expression, cast and dimension included, or no index serves it."""
-    from app.engine.postgres.statements import vector_sql
     from app.engine.postgres.vectors import query_vector
 
     await pg_engine.store_many([learning(f"index probe {n}") for n in range(20)])

@@ -6,8 +6,11 @@ import pytest
 
 from app.contract.meta import Filter
 from app.engine.postgres.filters import sketch_keys
+from app.engine.postgres.options import SketchOptions
+from app.engine.postgres.queries.statistics import ElementShares, TermStatistics
 from app.engine.postgres.selectivity import admitted_bound, ranks_by_sketch
-from app.engine.postgres.statements import SKETCH_MAX_ADMITTED, ElementShares, TermStatistics
+
+SKETCH_MAX_ADMITTED = SketchOptions().max_admitted
 
 
 def statistics(items: float = 100_000, **columns: dict[str, float]) -> TermStatistics:
@@ -61,7 +64,7 @@ def test_a_bounded_filter_admits_at_most_its_least_bound(request_filter: Filter,
 )
 def test_what_the_statistics_do_not_describe_is_not_bounded(request_filter: Filter) -> None:
     assert admitted_bound(request_filter, STATS) is None
-    assert not ranks_by_sketch(request_filter, STATS)
+    assert not ranks_by_sketch(request_filter, STATS, SketchOptions())
 
 
 def test_without_statistics_nothing_is_bounded() -> None:
@@ -75,9 +78,11 @@ def test_without_statistics_nothing_is_bounded() -> None:
 
 def test_sketches_rank_a_filter_up_to_the_measured_bound() -> None:
     at = SKETCH_MAX_ADMITTED / 100_000
-    assert ranks_by_sketch(Filter(tags_any=["t"]), statistics(tags={"t": at}))
-    assert not ranks_by_sketch(Filter(tags_any=["t"]), statistics(tags={"t": at * 1.01}))
-    assert ranks_by_sketch(Filter(tags_any=["t"]), statistics(items=SKETCH_MAX_ADMITTED, tags={"t": 1.0}))
+    assert ranks_by_sketch(Filter(tags_any=["t"]), statistics(tags={"t": at}), SketchOptions())
+    assert not ranks_by_sketch(Filter(tags_any=["t"]), statistics(tags={"t": at * 1.01}), SketchOptions())
+    assert ranks_by_sketch(
+        Filter(tags_any=["t"]), statistics(items=SKETCH_MAX_ADMITTED, tags={"t": 1.0}), SketchOptions()
+    )
 
 
 @pytest.mark.parametrize(

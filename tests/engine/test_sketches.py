@@ -20,8 +20,11 @@ from app.contract.namespaces import Reach
 from app.contract.requests import FetchRequest, ForgetByIds
 from app.engine.postgres.engine import PostgresEngine
 from app.engine.postgres.filters import filter_predicate
+from app.engine.postgres.options import SketchOptions
+from app.engine.postgres.queries.statement import Statement
+from app.engine.postgres.queries.statistics import TERM_STATISTICS, TermStatistics
+from app.engine.postgres.queries.vector import vector_sql
 from app.engine.postgres.selectivity import ranks_by_sketch
-from app.engine.postgres.statements import TERM_STATISTICS, TermStatistics, vector_sql
 from app.engine.postgres.vectors import query_vector
 from tests.deploy.scratch import SKETCHES_OFF
 from tests.engine.test_indexer import quiet_engine
@@ -48,7 +51,7 @@ async def exact_ranking(engine: PostgresEngine, embedder: Any, request_filter: F
     pred = filter_predicate(request_filter)
     sql = vector_sql(pred.sql(), exact=True, dimension=embedder.dimension)
     params = {"vec": query_vector(vector), "model": embedder.name, "depth": depth, "offset": 0, **pred.params}
-    return [(row["id"], float(row["score"])) for row in await engine._rows(sql, params)]
+    return [(row["id"], float(row["score"])) for row in await engine.run(Statement.bind(sql, params))]
 
 
 async def paged(engine: PostgresEngine, request_filter: Filter, pages: int) -> list[list[tuple[str, float]]]:
@@ -92,9 +95,9 @@ async def test_a_filter_admitting_few_items_is_ranked_by_sketches_then_exactly(
     pages in the exact ranking's order, with exact distances as scores (the walk's are half precision)."""
     await few_among_many(unindexed)
     request_filter = Filter(tags_any=["few"])
-    statistics = TermStatistics.of((await unindexed._rows(TERM_STATISTICS, {}))[0])
+    statistics = TermStatistics.of((await unindexed.run(TERM_STATISTICS))[0])
     assert statistics.tags is not None and statistics.tags.share("few") == pytest.approx(40 / 340, rel=0.01)
-    assert ranks_by_sketch(request_filter, statistics)
+    assert ranks_by_sketch(request_filter, statistics, SketchOptions())
 
     exact = await exact_ranking(unindexed, embedder, request_filter, 40)
     pages = await paged(unindexed, request_filter, 4)
@@ -128,8 +131,8 @@ async def test_a_filter_the_sketches_hold_only_in_part_is_ranked_exactly_too(
     unindexed: PostgresEngine, embedder: Any, request_filter: Filter, admitted: int
 ) -> None:
     await few_among_many(unindexed)
-    statistics = TermStatistics.of((await unindexed._rows(TERM_STATISTICS, {}))[0])
-    assert ranks_by_sketch(request_filter, statistics)
+    statistics = TermStatistics.of((await unindexed.run(TERM_STATISTICS))[0])
+    assert ranks_by_sketch(request_filter, statistics, SketchOptions())
     exact = await exact_ranking(unindexed, embedder, request_filter, 60)
     assert len(exact) == admitted
     pages = await paged(unindexed, request_filter, max(1, -(-admitted // 10)))

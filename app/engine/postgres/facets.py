@@ -3,7 +3,7 @@
 Every statement that inserts or deletes items adds a row per (facet, value) it changed: ~1.8 rows
 an item in the bench's corpus (a batch of 100 adds ~180). Every facet is folded after every
 ``every`` items written, so facets nobody explores do not pile up rows either, and when an
-explore sums too many rows (statements.folds_facet), without waiting for the fold.
+explore sums too many rows (queries.facets.folds_facet), without waiting for the fold.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import logging
 
 from app.engine.postgres.errors import classify
 from app.engine.postgres.indexer import Acquire
-from app.engine.postgres.statements import FOLD_FACETS
+from app.engine.postgres.queries.facets import FOLD_FACETS
 
 logger = logging.getLogger("engram")
 

@@ -120,12 +120,12 @@ class SketchKeys:
 
 
 def tag_posting_key(tag: str) -> str:
-    """The key the sketches of a tag's items are filed under (statements.POSTING_KEYS)."""
+    """The key the sketches of a tag's items are filed under (queries.backlog.POSTING_KEYS)."""
     return f"t:{tag}"
 
 
 def lineage_posting_key(key: str) -> str:
-    """The key the sketches of the items under a lineage key are filed under (statements.POSTING_KEYS)."""
+    """The key the sketches of the items under a lineage key are filed under (queries.backlog.POSTING_KEYS)."""
     return f"n:{key}"
 
 

@@ -17,20 +17,12 @@ import contextlib
 import logging
 from collections.abc import Callable, Iterator
 from contextlib import AbstractAsyncContextManager
-from typing import Any
 
 import asyncpg
 
 from app.engine.postgres.errors import classify
-from app.engine.postgres.statements import (
-    BACKLOG_SIZE,
-    CLAIM_BACKLOG,
-    INDEXER_LOCK_ORDER,
-    MOVE_BACKLOG,
-    MOVE_COMMITS_ASYNC,
-    VACUUM_BACKLOG,
-    positional,
-)
+from app.engine.postgres.pool import execute, fetch, fetchval
+from app.engine.postgres.queries.backlog import BACKLOG_SIZE, BEGIN_MOVE, VACUUM_BACKLOG, plan_claim, plan_move
 
 logger = logging.getLogger("engram")
 
@@ -50,11 +42,6 @@ LEAST_SHARE = 10
 VACUUM_AFTER = 1_000
 # A failing indexer retries after 1 s, then 2, 4 ... up to this, or as soon as a write commits.
 MAX_RETRY_S = 30.0
-
-
-async def _value(connection: asyncpg.Connection, sql: str, params: dict[str, Any]) -> Any:
-    numbered, values = positional(sql, params)
-    return await connection.fetchval(numbered, *values)
 
 
 class Share:
@@ -83,7 +70,7 @@ async def index_backlog(connection: asyncpg.Connection, *, step: int = STEP, sha
     """One transaction: the oldest queued vectors nobody else holds moved into the index; how many.
 
     ``step`` of them, or with a ``share`` that many at most. Its commit does not wait for its WAL
-    to reach the disk (MOVE_COMMITS_ASYNC): a crash undoes the move whole, and the vectors, still
+    to reach the disk (queries.backlog.MOVE_COMMITS_ASYNC): a crash undoes the move whole, and the vectors, still
     queued, are moved again.
     """
     sharing = (
@@ -93,19 +80,18 @@ async def index_backlog(connection: asyncpg.Connection, *, step: int = STEP, sha
     )
     with contextlib.ExitStack() as holding:  # held until the move has committed, the rows gone for all
         async with connection.transaction():
-            await connection.execute(f"{INDEXER_LOCK_ORDER}; {MOVE_COMMITS_ASYNC}")
-            numbered, values = positional(CLAIM_BACKLOG, {"n": step, **sharing})
-            claimed = await connection.fetch(numbered, *values)
+            await execute(connection, BEGIN_MOVE)
+            claimed = await fetch(connection, plan_claim(n=step, **sharing))
             if not claimed:
                 return 0
             if share:
                 holding.enter_context(share.holding(len(claimed)))
             ids, models = [row["item_id"] for row in claimed], [row["model"] for row in claimed]
-            return int(await _value(connection, MOVE_BACKLOG, {"ids": ids, "models": models}))
+            return int(await fetchval(connection, plan_move(ids, models)))
 
 
 async def backlog_size(connection: asyncpg.Connection) -> int:
-    return int(await _value(connection, BACKLOG_SIZE, {}))
+    return int(await fetchval(connection, BACKLOG_SIZE))
 
 
 async def index_everything(connection: asyncpg.Connection) -> None:

@@ -22,18 +22,19 @@ from app.embeddings.protocol import Embedder
 from app.embeddings.registry import build_embedder
 from app.engine.context import BEFORE_ITEMS, embedded_text
 from app.engine.postgres.errors import database_errors
+from app.engine.postgres.pool import APPLICATION_NAME
+from app.engine.postgres.queries.backlog import POSTING_KEYS
+from app.engine.postgres.queries.vector import HNSW_INDEX, hnsw_index_sql
 from app.engine.postgres.schema import async_url, ensure_current
 from app.engine.postgres.service import resolve_database
-from app.engine.postgres.statements import (
-    APPLICATION_NAME,
-    HNSW_INDEX,
-    POSTING_KEYS,
-    SERVICE_SESSIONS,
-    hnsw_index_sql,
-)
 from app.engine.postgres.vectors import register_vector_types, vector_array
 from app.settings import Settings
 
+# Other sessions of a running service (pool.APPLICATION_NAME) on this database.
+SERVICE_SESSIONS = (
+    "SELECT count(*) FROM pg_stat_activity "
+    "WHERE datname = current_database() AND application_name = :name AND pid <> pg_backend_pid()"
+)
 # For pgvector a column's type modifier is its dimension.
 COLUMN_DIMENSION = (
     "SELECT atttypmod FROM pg_attribute WHERE attrelid = 'engram_embeddings'::regclass AND attname = 'embedding'"
@@ -42,7 +43,7 @@ INSERT_VECTORS = (
     "INSERT INTO engram_embeddings (item_id, model, embedding) "
     "SELECT t.id, :model, t.v FROM unnest(CAST(:ids AS text[]), CAST(:vs AS vector[])) AS t(id, v)"
 )
-# Each indexed vector's sketch beside it, filed as the indexer files it (statements.MOVE_BACKLOG).
+# Each indexed vector's sketch beside it, filed as the indexer files it (queries.backlog.MOVE_BACKLOG).
 INSERT_SKETCHES = (
     "INSERT INTO engram_sketch_postings (key, seq, item_id, sketch) "
     "SELECT k.key, i.seq, i.id, binary_quantize(t.v) "
@@ -108,7 +109,7 @@ async def _reembed(connection: AsyncConnection, embedder: Embedder, batch_size: 
     await register_vector_types((await connection.get_raw_connection()).driver_connection)
     # Reads go on; stores and forgets wait, so no item is left without a vector.
     await connection.execute(text("LOCK TABLE engram_items IN SHARE MODE"))
-    # In the order every writer and the vector indexer take them (statements.INDEXER_LOCK_ORDER).
+    # In the order every writer and the vector indexer take them (queries.backlog.INDEXER_LOCK_ORDER).
     await connection.execute(
         text("LOCK TABLE engram_vector_backlog, engram_embeddings, engram_sketch_postings IN ACCESS EXCLUSIVE MODE")
     )

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from app.contract.meta import Filter
 from app.engine.postgres.filters import lineage_key
-from app.engine.postgres.statements import SKETCH_MAX_ADMITTED, TermStatistics
+from app.engine.postgres.options import SketchOptions
+from app.engine.postgres.queries.statistics import TermStatistics
 
 
 def admitted_bound(request_filter: Filter, statistics: TermStatistics) -> float | None:
@@ -26,7 +27,7 @@ def admitted_bound(request_filter: Filter, statistics: TermStatistics) -> float 
     return min(shares) * statistics.items if shares else None
 
 
-def ranks_by_sketch(request_filter: Filter, statistics: TermStatistics) -> bool:
+def ranks_by_sketch(request_filter: Filter, statistics: TermStatistics, options: SketchOptions) -> bool:
     """Whether a vector search under ``request_filter`` is sketch_sql's: it admits few items for certain."""
     bound = admitted_bound(request_filter, statistics)
-    return bound is not None and bound <= SKETCH_MAX_ADMITTED
+    return bound is not None and bound <= options.max_admitted

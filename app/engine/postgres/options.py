@@ -1,0 +1,95 @@
+"""The PostgreSQL engine's options, grouped by what they tune; each default is stated here once.
+
+Nothing here reads the environment: app/settings.py builds these from its fields, and the
+engine, the query planners and the benchmark take them as they are. How each default was
+chosen, and how to measure it again, is in docs/tuning.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+
+@dataclass(frozen=True)
+class PoolOptions:
+    """The engine's two asyncpg pools (one plans per value, one reuses generic plans), each alike."""
+
+    size: int = 10
+    """Connections each pool keeps open once opened."""
+    overflow: int = 10
+    """Connections each pool may open beyond ``size`` under load."""
+    connect_timeout_s: float = 5.0
+    """How long opening a connection, or waiting for a free one, may take."""
+    statement_timeout_ms: int = 15_000
+    """The server's statement_timeout on every pooled connection."""
+
+
+@dataclass(frozen=True)
+class HNSWOptions:
+    """The HNSW index over half-precision vectors, and how far a search walks it."""
+
+    m: int = 16  # docs/tuning.md#hnsw-build
+    """Graph links per node (migration-frozen; used when ``engram reembed`` rebuilds the index)."""
+    ef_construction: int = 80  # docs/tuning.md#hnsw-build
+    """Candidates per insert while building (migration 0007's; used by ``engram reembed``)."""
+    ef_search: int = 150  # docs/tuning.md#hnsw-ef-search
+    """Every connection's walk breadth: what an unfiltered search reads."""
+    ef_search_filtered: int | None = 200  # docs/tuning.md#hnsw-ef-search
+    """A filtered search's breadth, set by its own statement; None keeps the connection's."""
+    iterative_scan: Literal["relaxed_order", "strict_order", "off"] = "relaxed_order"
+    """How a filtered search keeps walking the index until it has enough rows."""
+
+
+@dataclass(frozen=True)
+class KeywordOptions:
+    """How much of a keyword query's matches are scored (queries/keyword.py)."""
+
+    pool: int = 300  # docs/tuning.md#keyword-pool-and-budget
+    """The best this many scored matches lead every ranking."""
+    budget: int = 4_000  # docs/tuning.md#keyword-pool-and-budget
+    """Estimated rows of the rarest terms' matches that are scored."""
+    scored: int = 1_500  # docs/tuning.md#keyword-scored
+    """Without a filter, at most this many of those matches are scored, the fullest first."""
+    middle: int = 20_000  # docs/tuning.md#keyword-middle
+    """A short pool is topped up from terms up to this many estimated rows before the commonest."""
+    settled: int = 100  # docs/tuning.md#keyword-settled
+    """Once the rarer terms fill this many ranks, the commonest only fill the pool's tail."""
+
+
+@dataclass(frozen=True)
+class SketchOptions:
+    """Ranking a selective filter's few items by binary sketches instead of the HNSW walk."""
+
+    max_admitted: int = 15_000  # docs/tuning.md#sketch-max-admitted
+    """A filter the statistics bound to at most this many items is ranked by sketches."""
+    candidates: int = 200  # docs/tuning.md#sketch-candidates
+    """Sketch-nearest items ranked again by their vectors (at least four times the page's end)."""
+
+
+@dataclass(frozen=True)
+class IndexerOptions:
+    """The background vector indexer (indexer.py) and the writes that wait for it."""
+
+    backlog_limit: int = 500
+    """A write that leaves more vectors than this waiting for the index indexes until it does not."""
+    workers: int = 2
+    """Background workers moving queued vectors into the index, a pooled connection each."""
+    background: bool = True
+    """Off: only writes past the limit and ``finish_indexing`` index (tests that keep a backlog)."""
+
+
+@dataclass(frozen=True)
+class EngineOptions:
+    """Everything PostgresEngine.connect is tuned by."""
+
+    pool: PoolOptions = field(default_factory=PoolOptions)
+    """The connection pools."""
+    hnsw: HNSWOptions = field(default_factory=HNSWOptions)
+    """The vector index and its walks."""
+    keyword: KeywordOptions = field(default_factory=KeywordOptions)
+    """Keyword ranking's budgets."""
+    sketch: SketchOptions = field(default_factory=SketchOptions)
+    """Sketch ranking of selective filters."""
+    indexer: IndexerOptions = field(default_factory=IndexerOptions)
+    """The vector indexer."""

@@ -1,0 +1,115 @@
+"""Facet counts (contract §6): summed from the kept counts (migration 0011) or counted over a filter."""
+
+from __future__ import annotations
+
+from app.engine.postgres.filters import Predicate
+from app.engine.postgres.queries.statement import Statement
+
+# The value a facet counts under, per item (contract §6); NULL means missing. Migration 0011's
+# triggers keep the counts by the same values, frozen there (tests/engine/postgres/test_facet_counts.py).
+FACET_VALUE = {
+    "kind": "i.kind",
+    "source": "i.source_kind",
+    "source_id": "i.meta->'source'->>'id'",
+    "workspace": "i.meta->>'workspace'",
+    "folder": "i.meta->>'folder'",
+    "file_path": "i.meta->>'file_path'",
+    "language": "i.meta->>'language'",
+    "repo": "i.meta->>'repo'",
+    "url": "i.meta->>'url'",
+    "thread": "i.meta->>'thread_id'",
+    "agent": "i.meta->>'agent_id'",
+    "tool_call": "i.meta->'tool_call'->>'name'",
+    "namespace": "CASE WHEN i.namespace = '' THEN 'root' ELSE i.namespace END",
+}
+
+# An explore has the facet counts folded when a facet's sum read more than this many rows beyond
+# one a value: writes add a row a (facet, value) and statement.
+FOLD_AFTER_ROWS = 256
+
+# Every facet value's count rows summed into one row, where it has more than one (a folded value is
+# not written again: at a million items the folded rows alone may be hundreds of thousands). Folds
+# run one at a time (the advisory lock: one that finds it held leaves the rows to the fold that
+# holds it), and a fold deletes only rows it sees and writes back their sum: rows a write adds
+# meanwhile stay as they are. A NULL value (the items lacking the facet) is its own group.
+FOLD_FACETS = """
+    WITH mine AS (SELECT pg_try_advisory_xact_lock(hashtext('engram_facet_counts'), 0) AS held),
+    scattered AS (
+        SELECT facet, coalesce(value, '') AS value, value IS NULL AS missing
+        FROM engram_facet_counts WHERE (SELECT held FROM mine)
+        GROUP BY 1, 2, 3 HAVING count(*) > 1
+    ),
+    gone AS (
+        DELETE FROM engram_facet_counts c USING scattered s
+        WHERE c.facet = s.facet AND coalesce(c.value, '') = s.value AND (c.value IS NULL) = s.missing
+        RETURNING c.facet, c.value, c.n
+    )
+    INSERT INTO engram_facet_counts (facet, value, n)
+    SELECT facet, value, sum(n) FROM gone GROUP BY facet, value HAVING sum(n) <> 0
+"""
+
+
+def explore_sql(facet: str, pred: Predicate) -> str:
+    """Total, missing, distinct values and the top ``limit`` buckets (contract §6), and how many
+    count rows were summed (``kept_rows``, 0 when the items were read).
+
+    Without a filter the facet's kept counts are summed (migration 0011), a row a value once
+    folded (FOLD_FACETS): counting every item grew with the store. With a filter the admitted
+    items are counted in one pass; the tag facet first groups them by their tag list and unnests
+    each list once, counting a tag once per item however often the item repeats it
+    (docs/tuning.md#explore).
+    """
+    where = pred.sql()
+    if pred.admits_all:
+        counted = """
+        kept AS (SELECT value, n FROM engram_facet_counts WHERE facet = :facet),
+        per_value AS (SELECT value, sum(n) AS n FROM kept GROUP BY value),
+        admitted AS (
+            SELECT (SELECT sum(n) FROM engram_facet_counts WHERE facet = '') AS total,
+                   (SELECT n FROM per_value WHERE value IS NULL) AS missing,
+                   (SELECT count(*) FROM kept) AS kept_rows
+        ),
+        counts AS (SELECT value, n FROM per_value WHERE value IS NOT NULL AND n > 0)"""
+    elif facet == "tag":
+        counted = f"""
+        lists AS (SELECT i.tags, count(*) AS n FROM engram_items i WHERE {where} GROUP BY i.tags),
+        admitted AS (
+            SELECT sum(n) AS total, sum(n) FILTER (WHERE cardinality(tags) = 0) AS missing, 0 AS kept_rows
+            FROM lists
+        ),
+        counts AS (
+            SELECT v.value, sum(l.n) AS n
+            FROM lists l, LATERAL (SELECT DISTINCT unnest(l.tags) AS value) v
+            GROUP BY v.value
+        )"""
+    else:
+        counted = f"""
+        per_value AS (SELECT {FACET_VALUE[facet]} AS value, count(*) AS n FROM engram_items i WHERE {where} GROUP BY 1),
+        admitted AS (
+            SELECT sum(n) AS total, sum(n) FILTER (WHERE value IS NULL) AS missing, 0 AS kept_rows FROM per_value
+        ),
+        counts AS (SELECT value, n FROM per_value WHERE value IS NOT NULL)"""
+    return f"""
+        WITH {counted}
+        SELECT
+            CAST(coalesce(a.total, 0) AS bigint) AS total,
+            CAST(coalesce(a.missing, 0) AS bigint) AS missing,
+            (SELECT count(*) FROM counts) AS distinct_values,
+            (SELECT coalesce(json_agg(json_build_object('value', t.value, 'count', t.n)
+                                        ORDER BY t.n DESC, t.value COLLATE "C"), '[]')
+             FROM (SELECT value, CAST(n AS bigint) AS n FROM counts
+                   ORDER BY n DESC, value COLLATE "C" LIMIT :limit) t) AS buckets,
+            CAST(a.kept_rows AS bigint) AS kept_rows
+        FROM admitted a
+    """
+
+
+def plan_explore(facet: str, pred: Predicate, limit: int) -> Statement:
+    """One row: total, missing, distinct_values, the top ``limit`` buckets (json) and kept_rows."""
+    params = {"limit": limit, **({"facet": facet} if pred.admits_all else pred.params)}
+    return Statement.bind(explore_sql(facet, pred), params)
+
+
+def folds_facet(kept_rows: int, distinct_values: int) -> bool:
+    """Whether an explore that summed ``kept_rows`` count rows should have them folded (FOLD_FACETS)."""
+    return kept_rows > distinct_values + 1 + FOLD_AFTER_ROWS

@@ -1,0 +1,127 @@
+"""Stores and forgets: the items' rows, their thread context, their vectors into the backlog."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import NamedTuple
+
+import numpy as np
+
+from app.engine.postgres.filters import Predicate
+from app.engine.postgres.queries.statement import Statement
+from app.engine.postgres.vectors import vector_array
+
+
+class ItemRow(NamedTuple):
+    """One item as INSERT_ITEMS takes it (its columns in INSERT_ITEMS_COLUMNS order)."""
+
+    id: str
+    kind: str
+    namespace: str
+    text: str
+    meta: str
+    item: str
+    confidence: float | None
+    observed_at: str | None
+    source_kind: str
+
+
+# Overlapping batches written at once wait on each other's new rows in batch order,
+# and two batches in opposite orders deadlock. One lock per id, taken in one global
+# order first, makes the later batch wait for the earlier instead.
+LOCK_IDS = (
+    "SELECT pg_advisory_xact_lock(hashtext('engram_items'), h) FROM "
+    "(SELECT DISTINCT hashtext(k) AS h FROM unnest(CAST(:ids AS text[])) AS k ORDER BY h) AS locks"
+)
+
+INSERT_ITEMS = """
+    INSERT INTO engram_items
+        (id, kind, namespace, text, meta, item, confidence, observed_at, tags, source_kind)
+    SELECT t.id, t.kind, t.ns, t.text, t.meta::jsonb, t.item::jsonb, t.conf, t.obs::timestamptz,
+           ARRAY(SELECT jsonb_array_elements_text(coalesce(t.meta::jsonb->'tags', '[]'))), t.src
+    FROM unnest(CAST(:ids AS text[]), CAST(:kinds AS text[]), CAST(:nss AS text[]), CAST(:texts AS text[]),
+                CAST(:metas AS text[]), CAST(:items AS text[]), CAST(:conf AS float8[]),
+                CAST(:obs AS text[]), CAST(:srcs AS text[]))
+         WITH ORDINALITY AS t(id, kind, ns, text, meta, item, conf, obs, src, ord)
+    ORDER BY t.ord
+    ON CONFLICT (id) DO NOTHING
+    RETURNING id
+"""
+# INSERT_ITEMS's parameters, one array each, in the order of ItemRow's fields.
+INSERT_ITEMS_COLUMNS = ("ids", "kinds", "nss", "texts", "metas", "items", "conf", "obs", "srcs")
+
+# Which of a batch's ids are held already: their items are not embedded again.
+HELD_IDS = "SELECT id FROM engram_items WHERE id = ANY(CAST(:ids AS text[]))"
+
+# Each thread's latest :before items' texts, oldest first (engram_items_thread, migration 0012):
+# what a new item of the thread is embedded after (app/engine/context.py).
+THREAD_LATEST = """
+    SELECT t.ns, t.thread, ARRAY(
+        SELECT l.text FROM (
+            SELECT b.text, b.seq FROM engram_items b
+            WHERE b.namespace = t.ns AND b.meta ? 'thread_id' AND b.meta->>'thread_id' = t.thread
+            ORDER BY b.seq DESC LIMIT :before
+        ) AS l ORDER BY l.seq
+    ) AS texts
+    FROM unnest(CAST(:nss AS text[]), CAST(:threads AS text[])) AS t(ns, thread)
+"""
+
+# A write queues its vectors in the backlog (migration 0004), unindexed, and says how many wait
+# there now, its own included (the count does not see the rows this statement adds); the indexer
+# (app/engine/postgres/indexer.py) moves them into engram_embeddings and so into the HNSW index.
+QUEUE_VECTORS = """
+    WITH queued AS (
+        INSERT INTO engram_vector_backlog (item_id, model, embedding)
+        SELECT t.id, :model, t.v FROM unnest(CAST(:ids AS text[]), CAST(:vs AS vector[])) AS t(id, v)
+        RETURNING 1
+    )
+    SELECT (SELECT count(*) FROM queued) + (SELECT count(*) FROM engram_vector_backlog) AS backlog
+"""
+
+
+def plan_held(ids: Sequence[str]) -> Statement:
+    """Which of ``ids`` are stored already."""
+    return Statement.bind(HELD_IDS, {"ids": list(ids)})
+
+
+def plan_thread_latest(threads: Sequence[tuple[str, str]], before: int) -> Statement:
+    """The latest ``before`` texts of each (namespace, thread), oldest first."""
+    return Statement.bind(
+        THREAD_LATEST, {"nss": [ns for ns, _ in threads], "threads": [t for _, t in threads], "before": before}
+    )
+
+
+def plan_lock_ids(ids: Sequence[str]) -> Statement:
+    """The write's per-id locks, in one global order (taken first in its transaction)."""
+    return Statement.bind(LOCK_IDS, {"ids": list(ids)})
+
+
+def plan_insert(rows: Sequence[ItemRow]) -> Statement:
+    """The items' rows, one array a column; it returns the ids it inserted."""
+    columns = dict(zip(INSERT_ITEMS_COLUMNS, zip(*rows, strict=True), strict=True))
+    return Statement.bind(INSERT_ITEMS, {name: list(column) for name, column in columns.items()})
+
+
+def plan_queue_vectors(model: str, vectors: Mapping[str, np.ndarray]) -> Statement:
+    """The vectors of the items by id into the backlog; it returns how many wait for the index now."""
+    return Statement.bind(
+        QUEUE_VECTORS, {"model": model, "ids": list(vectors), "vs": vector_array(list(vectors.values()))}
+    )
+
+
+def _delete(where: str, params: Mapping[str, object]) -> Statement:
+    sql = f"WITH gone AS (DELETE FROM engram_items i WHERE {where} RETURNING 1) SELECT count(*) FROM gone"
+    return Statement.bind(sql, params)
+
+
+def plan_forget_ids(ids: Sequence[str], pred: Predicate | None = None) -> Statement:
+    """Forget the items of ``ids`` (each once), only those ``pred`` admits when given; it returns how many."""
+    ids = list(dict.fromkeys(ids))
+    if pred is None:
+        return _delete("i.id = ANY(:ids)", {"ids": ids})
+    return _delete(f"i.id = ANY(:ids) AND {pred.sql()}", {"ids": ids, **pred.params})
+
+
+def plan_forget_filter(pred: Predicate) -> Statement:
+    """Forget every item ``pred`` admits; it returns how many."""
+    return _delete(pred.sql(), pred.params)
