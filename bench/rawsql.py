@@ -21,7 +21,8 @@ from app.embeddings.protocol import Embedder
 from app.engine.keywords import KeywordQuery
 from app.engine.postgres.filters import Predicate, filter_predicate
 from app.engine.postgres.indexer import VectorIndexer, backlog_size
-from app.engine.postgres.options import EngineOptions, HNSWOptions
+from app.engine.postgres.options import EngineOptions, HNSWOptions, IndexerOptions, PoolOptions
+from app.engine.postgres.pool import session_settings
 from app.engine.postgres.queries.facets import plan_explore
 from app.engine.postgres.queries.listing import plan_get, plan_list
 from app.engine.postgres.queries.statement import Statement
@@ -32,32 +33,36 @@ from app.engine.postgres.vectors import register_vector_types
 from app.settings import Settings
 from bench.corpus import CorpusItem
 
-# The session settings PostgresEngine.connect gives its first pool's connections (keep in sync with
-# it; its second pool's plan generic): the floor must search the index as the service does, or its
-# figures are not the same query.
+# The engine's options as the service's defaults make them: the floor must search the index as the
+# service does, or its figures are not the same query.
+ENGINE_OPTIONS = EngineOptions(
+    pool=PoolOptions(statement_timeout_ms=Settings.model_fields["statement_timeout_ms"].default),
+    hnsw=HNSWOptions(
+        ef_search=Settings.model_fields["hnsw_ef_search"].default,
+        ef_search_filtered=Settings.model_fields["hnsw_ef_search_filtered"].default,
+    ),
+    indexer=IndexerOptions(
+        backlog_limit=Settings.model_fields["vector_backlog_limit"].default,
+        workers=Settings.model_fields["vector_indexers"].default,
+    ),
+)
+# The session settings the engine gives its first pool's connections (its second pool's plan generic).
+ENGINE_SESSION = session_settings(ENGINE_OPTIONS.pool, ENGINE_OPTIONS.hnsw, generic_plan=False)
 # An unfiltered search's breadth, every connection's own.
-EF_SEARCH = Settings.model_fields["hnsw_ef_search"].default
-ENGINE_SESSION = {
-    "statement_timeout": str(Settings.model_fields["statement_timeout_ms"].default),
-    "jit": "off",
-    "plan_cache_mode": "force_custom_plan",
-    "hnsw.ef_search": str(EF_SEARCH),
-    "hnsw.iterative_scan": "relaxed_order",
-}
+EF_SEARCH = ENGINE_OPTIONS.hnsw.ef_search
 # A filtered search's breadth, which the engine's statement sets for itself (queries.vector.vector_sql).
-EF_SEARCH_FILTERED = Settings.model_fields["hnsw_ef_search_filtered"].default
-# The engine's options as the service's defaults make them.
-ENGINE_OPTIONS = EngineOptions(hnsw=HNSWOptions(ef_search=EF_SEARCH, ef_search_filtered=EF_SEARCH_FILTERED))
+EF_SEARCH_FILTERED = ENGINE_OPTIONS.hnsw.ef_search_filtered
 # How many vectors may wait for the index before a write indexes some itself, as in the engine.
-BACKLOG_LIMIT = Settings.model_fields["vector_backlog_limit"].default
+BACKLOG_LIMIT = ENGINE_OPTIONS.indexer.backlog_limit
 # How many background workers index, as in the engine.
-INDEXERS = Settings.model_fields["vector_indexers"].default
+INDEXERS = ENGINE_OPTIONS.indexer.workers
 
 
 async def connect(url: str, *, generic_plan: bool = False) -> asyncpg.Connection:
-    """One connection set up as the engine sets up its pools' (``generic_plan``: its second pool's)."""
-    plans = {"plan_cache_mode": "force_generic_plan"} if generic_plan else {}
-    connection = await asyncpg.connect(url, server_settings={**ENGINE_SESSION, **plans})
+    """One connection set up as the engine sets up its pools' (``generic_plan``: its second pool's),
+    without the jsonb codec: the floor reads meta as the server sends it."""
+    settings = session_settings(ENGINE_OPTIONS.pool, ENGINE_OPTIONS.hnsw, generic_plan=generic_plan)
+    connection = await asyncpg.connect(url, server_settings=settings)
     await register_vector_types(connection)
     return connection
 

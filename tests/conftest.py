@@ -10,7 +10,6 @@ from typing import Any
 
 import httpx
 import pytest
-from sqlalchemy import text
 
 from app.embeddings.wordllama import WordLlamaEmbedder
 from app.engine.postgres import schema
@@ -45,9 +44,9 @@ def embedder() -> WordLlamaEmbedder:
 
 
 async def truncate(engine: PostgresEngine) -> None:
-    async with engine.database.begin() as connection:
+    async with engine.connection() as connection:
         await connection.execute(
-            text("TRUNCATE engram_items, engram_vector_backlog, engram_embeddings, engram_sketch_postings")
+            "TRUNCATE engram_items, engram_vector_backlog, engram_embeddings, engram_sketch_postings"
         )
 
 

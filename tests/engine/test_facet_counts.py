@@ -11,7 +11,6 @@ import random
 from typing import Any
 
 import asyncpg
-from sqlalchemy import text
 
 from app.contract.items import ITEM_ADAPTER, StoredItem
 from app.contract.meta import Filter
@@ -90,9 +89,8 @@ async def assert_counts_match_the_items(engine: PostgresEngine, limit: int = 500
 
 
 async def kept_rows(engine: PostgresEngine, facet: str) -> int:
-    async with engine.database.connect() as connection:
-        query = text("SELECT count(*) FROM engram_facet_counts WHERE facet = :facet")
-        return int((await connection.execute(query, {"facet": facet})).scalar_one())
+    async with engine.connection() as connection:
+        return int(await connection.fetchval("SELECT count(*) FROM engram_facet_counts WHERE facet = $1", facet))
 
 
 async def test_every_facet_without_a_filter_counts_what_the_items_hold(pg_engine: PostgresEngine) -> None:

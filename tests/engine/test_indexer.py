@@ -14,7 +14,6 @@ from typing import Any
 
 import asyncpg
 import pytest
-from sqlalchemy import text
 
 from app.contract.meta import Filter
 from app.contract.requests import FetchRequest, ForgetByIds
@@ -50,21 +49,16 @@ async def limited(database_url: str, embedder: Any) -> AsyncIterator[PostgresEng
 
 
 async def indexed_count(engine: PostgresEngine) -> int:
-    async with engine.database.connect() as connection:
-        return int(await connection.scalar(text("SELECT count(*) FROM engram_embeddings")) or 0)
+    async with engine.connection() as connection:
+        return int(await connection.fetchval("SELECT count(*) FROM engram_embeddings") or 0)
 
 
 async def where_vectors_are(engine: PostgresEngine) -> tuple[set[str], int]:
     """The ids still queued and how many are indexed, read in one snapshot."""
-    async with engine.database.connect() as connection:
-        row = (
-            await connection.execute(
-                text(
-                    "SELECT (SELECT array_agg(item_id) FROM engram_vector_backlog),"
-                    " (SELECT count(*) FROM engram_embeddings)"
-                )
-            )
-        ).one()
+    async with engine.connection() as connection:
+        row = await connection.fetchrow(
+            "SELECT (SELECT array_agg(item_id) FROM engram_vector_backlog), (SELECT count(*) FROM engram_embeddings)"
+        )
     return set(row[0] or []), int(row[1])
 
 
@@ -117,12 +111,12 @@ async def test_a_write_past_the_limit_indexes_beside_an_indexer_holding_the_olde
     first = [learning(f"held note {n}") for n in range(100)]
     second = [learning(f"later note {n}") for n in range(100)]
     await limited.store_many(first)
-    async with limited.database.connect() as holder, holder.begin():
-        await holder.execute(text("SELECT 1 FROM engram_vector_backlog ORDER BY queued FOR UPDATE"))
+    async with limited.connection() as holder, holder.transaction():
+        await holder.execute("SELECT 1 FROM engram_vector_backlog ORDER BY queued FOR UPDATE")
         await limited.store_many(second)
         assert await limited.vector_backlog() == 100
-    async with limited.database.connect() as connection:
-        indexed = set((await connection.execute(text("SELECT item_id FROM engram_embeddings"))).scalars())
+    async with limited.connection() as connection:
+        indexed = {row["item_id"] for row in await connection.fetch("SELECT item_id FROM engram_embeddings")}
     assert indexed == {item.fingerprint() for item in second}
 
 
@@ -132,8 +126,7 @@ async def test_a_move_commits_without_waiting_for_its_flush_and_leaves_its_conne
     """A step of the indexer is not made durable as it commits (a crash undoes it whole and its vectors
     are moved again), and only that step: the connection goes back to the pool, to writers, as it came."""
     await unindexed.store_many([learning(f"flushed later {n}") for n in range(30)])
-    async with unindexed.database.connect() as connection:
-        raw = (await connection.get_raw_connection()).driver_connection
+    async with unindexed.connection() as raw:
         before = await raw.fetchval("SHOW synchronous_commit")
         async with raw.transaction():  # the step's transaction is a savepoint of this one, its settings kept
             assert await index_backlog(raw) == 30
@@ -219,9 +212,9 @@ async def test_forgets_racing_the_indexer_neither_deadlock_nor_leave_vectors(uni
         await unindexed.finish_indexing()
         assert await unindexed.vector_backlog() == 0
         assert await count_rows(unindexed) == (200 * (round_ + 1), 200 * (round_ + 1))
-        async with unindexed.database.connect() as connection:
-            orphans = await connection.scalar(
-                text("SELECT count(*) FROM engram_embeddings e WHERE e.item_id = ANY(:ids)"), {"ids": doomed}
+        async with unindexed.connection() as connection:
+            orphans = await connection.fetchval(
+                "SELECT count(*) FROM engram_embeddings e WHERE e.item_id = ANY($1)", doomed
             )
         assert orphans == 0
 
@@ -261,8 +254,9 @@ async def test_a_reembed_beside_a_running_indexer_never_deadlocks(unindexed: Pos
     from app.engine.postgres.reembed import _reembed
 
     async def reembed_then_roll_back() -> None:
-        async with unindexed.database.connect() as connection:
-            transaction = await connection.begin()
+        async with unindexed.connection() as connection:
+            transaction = connection.transaction()
+            await transaction.start()
             await _reembed(connection, embedder, 64)
             await transaction.rollback()
 
@@ -277,6 +271,7 @@ async def test_a_short_answer_from_the_index_falls_back_to_exact_whatever_the_ba
     unindexed: PostgresEngine, database_url: str, embedder: Any
 ) -> None:
     """The index gives up on a selective filter; rows still queued must not make its short answer look full."""
+    from app.engine.postgres.queries.statement import Statement
     from app.engine.postgres.queries.vector import vector_sql
     from app.engine.postgres.vectors import query_vector
 
@@ -289,10 +284,10 @@ async def test_a_short_answer_from_the_index_falls_back_to_exact_whatever_the_ba
     # More queued than a page asks for (limit + 1): alone they would make the index's short answer look full.
     assert await unindexed.vector_backlog() == 12
     rare = Filter(tags_any=["rare"])
-    async with unindexed.database.begin() as connection:
+    async with unindexed.connection() as connection:
         # Make the planner walk the HNSW index and the index stop after ef_search candidates
         # (as a scan stops at hnsw.max_scan_tuples on a far larger table).
-        await connection.execute(text("ALTER DATABASE postgres SET enable_sort = off"))
+        await connection.execute("ALTER DATABASE postgres SET enable_sort = off")
     short_sighted = await PostgresEngine.connect(
         database_url, embedder, ef_search=40, ef_search_filtered=40, iterative_scan="off", background_indexing=False
     )
@@ -300,18 +295,19 @@ async def test_a_short_answer_from_the_index_falls_back_to_exact_whatever_the_ba
         page = await short_sighted.fetch(FetchRequest(query="note", mode="vector", filter=rare, limit=10))
     finally:
         await short_sighted.close()
-        async with unindexed.database.begin() as connection:
-            await connection.execute(text("ALTER DATABASE postgres RESET enable_sort"))
+        async with unindexed.connection() as connection:
+            await connection.execute("ALTER DATABASE postgres RESET enable_sort")
     (vector,) = await embedder.embed(["note"])
     from app.engine.postgres.filters import filter_predicate
 
     pred = filter_predicate(rare)
-    async with unindexed.database.connect() as connection:
-        exact = await connection.execute(
-            text(vector_sql(pred.sql(), exact=True, dimension=embedder.dimension)),
+    exact = await unindexed.run(
+        Statement.bind(
+            vector_sql(pred.sql(), exact=True, dimension=embedder.dimension),
             {"vec": query_vector(vector), "model": embedder.name, "depth": 10, "offset": 0, **pred.params},
         )
-        expected = [row.id for row in exact]
+    )
+    expected = [row["id"] for row in exact]
     assert [h.id for h in page.hits] == expected
 
 
@@ -320,8 +316,7 @@ async def test_workers_share_the_last_vectors_of_a_burst(unindexed: PostgresEngi
     the end of a burst is split among them, not left to one while the others idle."""
     await unindexed.store_many([learning(f"shared {n}") for n in range(30)])
     share = Share(workers=2)
-    async with unindexed.database.connect() as connection:
-        raw = (await connection.get_raw_connection()).driver_connection
+    async with unindexed.connection() as raw:
         with share.holding(20):  # another worker holds 20 of the 30: half of the other 10, but ten at least
             assert await index_backlog(raw, share=share) == 10
         assert share.held == 0
@@ -334,8 +329,8 @@ async def test_workers_share_the_last_vectors_of_a_burst(unindexed: PostgresEngi
 
 
 async def backlog_pages(engine: PostgresEngine) -> int:
-    async with engine.database.connect() as connection:
-        return int(await connection.scalar(text("SELECT pg_relation_size('engram_vector_backlog') / 8192")) or 0)
+    async with engine.connection() as connection:
+        return int(await connection.fetchval("SELECT pg_relation_size('engram_vector_backlog') / 8192") or 0)
 
 
 async def test_the_worker_that_empties_the_backlog_vacuums_it(unindexed: PostgresEngine, database_url: str) -> None:

@@ -11,11 +11,9 @@ from collections.abc import AsyncIterator
 from dataclasses import replace
 from typing import Any
 
+import asyncpg
 import numpy as np
 import pytest
-from sqlalchemy import text
-from sqlalchemy.ext.asyncio import create_async_engine
-from sqlalchemy.pool import NullPool
 
 from app.contract.errors import EngineFailure
 from app.contract.items import ITEM_ADAPTER, StoredItem
@@ -31,7 +29,7 @@ from app.engine.postgres.queries.keyword import keyword_params, plan_keyword
 from app.engine.postgres.queries.statement import Statement
 from app.engine.postgres.queries.statistics import TERM_STATISTICS, TermStatistics
 from app.engine.postgres.queries.vector import search_breadth, vector_sql
-from app.engine.postgres.schema import async_url
+from app.engine.postgres.schema import driver_url
 from tests.conftest import truncate
 
 KEYWORD_POOL = KeywordOptions().pool
@@ -45,10 +43,10 @@ def learning(text_: str, **meta: Any) -> StoredItem:
 
 async def count_rows(engine: PostgresEngine) -> tuple[int, int]:
     """Items, and vectors wherever they are: in the index or still queued for it."""
-    async with engine.database.connect() as connection:
-        items = await connection.scalar(text("SELECT count(*) FROM engram_items"))
-        vectors = await connection.scalar(
-            text("SELECT (SELECT count(*) FROM engram_embeddings) + (SELECT count(*) FROM engram_vector_backlog)")
+    async with engine.connection() as connection:
+        items = await connection.fetchval("SELECT count(*) FROM engram_items")
+        vectors = await connection.fetchval(
+            "SELECT (SELECT count(*) FROM engram_embeddings) + (SELECT count(*) FROM engram_vector_backlog)"
         )
     return int(items or 0), int(vectors or 0)
 
@@ -154,8 +152,8 @@ async def test_selective_filter_in_vector_mode_still_fills_the_page(
     # Make the planner walk the HNSW index, and the index stop after ef_search candidates
     # (as a scan stops at hnsw.max_scan_tuples on a far larger table): only the exact
     # fallback can then fill the page.
-    async with pg_engine.database.begin() as connection:
-        await connection.execute(text("ALTER DATABASE postgres SET enable_sort = off"))
+    async with pg_engine.connection() as connection:
+        await connection.execute("ALTER DATABASE postgres SET enable_sort = off")
     short_sighted = await PostgresEngine.connect(
         database_url, embedder, ef_search=40, ef_search_filtered=40, iterative_scan="off"
     )
@@ -168,8 +166,8 @@ async def test_selective_filter_in_vector_mode_still_fills_the_page(
             assert all(h.meta.agent_id == "rare" for h in page.hits)
     finally:
         await short_sighted.close()
-        async with pg_engine.database.begin() as connection:
-            await connection.execute(text("ALTER DATABASE postgres RESET enable_sort"))
+        async with pg_engine.connection() as connection:
+            await connection.execute("ALTER DATABASE postgres RESET enable_sort")
 
 
 def index_buffers(plan: str) -> int:
@@ -221,13 +219,14 @@ async def test_a_filtered_search_walks_the_index_wider_for_its_statement_alone(
         (vector,) = await embedder.embed(["breadth probe"])
         params = {"vec": query_vector(vector), "model": embedder.name, "depth": 5, "offset": 0}
         walked = {}
-        async with engine.database.begin() as connection:
+        async with engine.connection() as connection, connection.transaction():
             # On a table this small only a planner told to avoid the alternatives picks an index.
             for setting in ("enable_seqscan", "enable_bitmapscan", "enable_sort"):
-                await connection.execute(text(f"SET LOCAL {setting} = off"))
+                await connection.execute(f"SET LOCAL {setting} = off")
             for breadth in (5, 400):  # the connection's own is 123, between them
                 sql = vector_sql("TRUE", exact=False, dimension=embedder.dimension, breadth=breadth)
-                rows = await connection.execute(text("EXPLAIN (ANALYZE, BUFFERS) " + sql), params)
+                explain = Statement.bind("EXPLAIN (ANALYZE, BUFFERS) " + sql, params)
+                rows = await connection.fetch(explain.sql, *explain.args)
                 walked[breadth] = index_buffers("\n".join(row[0] for row in rows))
         assert walked[400] > 2 * walked[5], walked
         # One pooled connection: what one statement set must not reach the next.
@@ -282,26 +281,21 @@ async def test_rankings_without_a_filter_reuse_one_plan_and_filtered_ones_are_pl
 @contextlib.asynccontextmanager
 async def failing_insert(engine: PostgresEngine, table: str, column: str, value: str) -> AsyncIterator[None]:
     """Make PostgreSQL refuse to insert into ``table`` a row whose ``column`` is ``value``."""
-    async with engine.database.begin() as connection:
+    async with engine.connection() as connection, connection.transaction():
         await connection.execute(
-            text(
-                "CREATE FUNCTION engram_test_fail() RETURNS trigger LANGUAGE plpgsql AS $$ "
-                f"BEGIN IF NEW.{column} = '{value}' THEN RAISE EXCEPTION 'injected failure'; END IF; "
-                "RETURN NEW; END $$"
-            )
+            "CREATE FUNCTION engram_test_fail() RETURNS trigger LANGUAGE plpgsql AS $$ "
+            f"BEGIN IF NEW.{column} = '{value}' THEN RAISE EXCEPTION 'injected failure'; END IF; "
+            "RETURN NEW; END $$"
         )
         await connection.execute(
-            text(
-                f"CREATE TRIGGER engram_test_fail BEFORE INSERT ON {table} "
-                "FOR EACH ROW EXECUTE FUNCTION engram_test_fail()"
-            )
+            f"CREATE TRIGGER engram_test_fail BEFORE INSERT ON {table} FOR EACH ROW EXECUTE FUNCTION engram_test_fail()"
         )
     try:
         yield
     finally:
-        async with engine.database.begin() as connection:
-            await connection.execute(text(f"DROP TRIGGER engram_test_fail ON {table}"))
-            await connection.execute(text("DROP FUNCTION engram_test_fail()"))
+        async with engine.connection() as connection, connection.transaction():
+            await connection.execute(f"DROP TRIGGER engram_test_fail ON {table}")
+            await connection.execute("DROP FUNCTION engram_test_fail()")
 
 
 async def test_a_failed_store_many_write_leaves_nothing_half_written(pg_engine: PostgresEngine) -> None:
@@ -343,8 +337,8 @@ async def test_keyword_paging_past_the_ranking_pool_is_one_order(pg_engine: Post
 
 async def analyse(pg_engine: PostgresEngine) -> None:
     """Gather the statistics keyword ranking reads its word frequencies from."""
-    async with pg_engine.database.begin() as connection:
-        await connection.execute(text("ANALYZE engram_items"))
+    async with pg_engine.connection() as connection:
+        await connection.execute("ANALYZE engram_items")
     pg_engine.forget_term_statistics()
 
 
@@ -359,8 +353,8 @@ async def stored_in_table_order(pg_engine: PostgresEngine, *groups: list[StoredI
     for group in groups:
         for start in range(0, len(group), 100):
             await pg_engine.store_many(group[start : start + 100])
-    async with pg_engine.database.begin() as connection:
-        await connection.execute(text("CLUSTER engram_items USING engram_items_seq"))
+    async with pg_engine.connection() as connection:
+        await connection.execute("CLUSTER engram_items USING engram_items_seq")
     await analyse(pg_engine)
 
 
@@ -610,15 +604,14 @@ async def test_stored_vectors_are_the_embedders_float32_vectors_exactly(
 ) -> None:
     texts = [f"exact vector {n} of a note about precision" for n in range(30)]
     await pg_engine.store_many([learning(t) for t in texts])
-    async with pg_engine.database.connect() as connection:
-        rows = await connection.execute(
-            text(
-                "SELECT i.text, e.embedding::text AS v FROM engram_items i JOIN "
-                "(SELECT item_id, embedding FROM engram_embeddings UNION ALL "
-                "SELECT item_id, embedding FROM engram_vector_backlog) e ON e.item_id = i.id"
-            )
+    rows = await pg_engine.run(
+        Statement(
+            "SELECT i.text, e.embedding::text AS v FROM engram_items i JOIN "
+            "(SELECT item_id, embedding FROM engram_embeddings UNION ALL "
+            "SELECT item_id, embedding FROM engram_vector_backlog) e ON e.item_id = i.id"
         )
-        stored = {row.text: np.array(json.loads(row.v), dtype=np.float32) for row in rows}
+    )
+    stored = {row["text"]: np.array(json.loads(row["v"]), dtype=np.float32) for row in rows}
     expected = np.asarray(await embedder.embed(texts), dtype=np.float32)
     for text_, vector in zip(texts, expected, strict=True):
         assert stored[text_].tobytes() == vector.tobytes(), text_
@@ -631,13 +624,14 @@ async def test_vector_search_walks_the_half_precision_index(pg_engine: PostgresE
     await pg_engine.store_many([learning(f"index probe {n}") for n in range(20)])
     (vector,) = await embedder.embed(["index probe"])
     params = {"vec": query_vector(vector), "model": embedder.name, "depth": 5, "offset": 0}
-    async with pg_engine.database.begin() as connection:
+    async with pg_engine.connection() as connection, connection.transaction():
         # On a table this small only a planner told to avoid the alternatives picks an index.
         for setting in ("enable_seqscan", "enable_bitmapscan", "enable_sort"):
-            await connection.execute(text(f"SET LOCAL {setting} = off"))
+            await connection.execute(f"SET LOCAL {setting} = off")
         for exact, uses_index in ((False, True), (True, False)):
             sql = vector_sql("TRUE", exact=exact, dimension=embedder.dimension)
-            plan = "\n".join(row[0] for row in await connection.execute(text("EXPLAIN " + sql), params))
+            explain = Statement.bind("EXPLAIN " + sql, params)
+            plan = "\n".join(row[0] for row in await connection.fetch(explain.sql, *explain.args))
             assert ("engram_embeddings_hnsw" in plan) is uses_index, plan
 
 
@@ -745,9 +739,8 @@ async def test_an_insert_failure_after_the_batch_is_embedded_writes_nothing(
 
 
 async def _pooled_backend_pid(engine: PostgresEngine) -> int:
-    async with engine.database.connect() as connection:
-        raw = await connection.get_raw_connection()
-        return int(raw.driver_connection.get_server_pid())  # type: ignore[union-attr]
+    async with engine.connection() as connection:
+        return int(connection.get_server_pid())
 
 
 async def test_a_read_costs_one_statement_and_no_ping(database_url: str, embedder: Any) -> None:
@@ -768,10 +761,9 @@ async def test_a_read_costs_one_statement_and_no_ping(database_url: str, embedde
 
         await read()  # the word statistics read, the vector types introspected: once a connection
         statements: dict[str, list[str]] = {"custom": [], "generic": []}
-        for name, pool in (("custom", engine.database), ("generic", engine._generic)):
-            async with pool.connect() as connection:
-                raw = (await connection.get_raw_connection()).driver_connection
-                raw.add_query_logger(lambda record, seen=statements[name]: seen.append(record.query))  # type: ignore[union-attr]
+        for name, generic_plan in (("custom", False), ("generic", True)):
+            async with engine.connection(generic_plan=generic_plan) as connection:
+                connection.add_query_logger(lambda record, seen=statements[name]: seen.append(record.query))
         await read()
     finally:
         await engine.close()
@@ -789,12 +781,11 @@ async def test_connections_the_server_closed_are_replaced_not_used(
     """A restart or a terminated backend leaves dead connections in the pool: the next requests still succeed."""
     await pg_engine.store(learning("before the backend went away"))
     pid = await _pooled_backend_pid(pg_engine)
-    admin = create_async_engine(async_url(database_url), poolclass=NullPool)
+    other = await asyncpg.connect(driver_url(database_url))
     try:
-        async with admin.connect() as other:
-            assert await other.scalar(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
+        assert await other.fetchval("SELECT pg_terminate_backend($1)", pid)
     finally:
-        await admin.dispose()
+        await other.close()
     # asyncpg learns of the closed socket from the event loop.
     for _ in range(100):
         await asyncio.sleep(0.01)
@@ -864,15 +855,14 @@ async def test_an_item_of_a_thread_is_embedded_after_the_item_stored_before_it(
         (expected,) = await embedder.embed([counting.texts[1]])
         page = await engine.fetch(FetchRequest(query="Yes, last Tuesday!", mode="keyword", limit=1))
         assert page.hits[0].text == "user: Yes, last Tuesday!"
-        async with engine.database.connect() as connection:
-            kept = await connection.scalar(
-                text(
-                    "SELECT coalesce(e.embedding, b.embedding)::text FROM engram_items i "
-                    "LEFT JOIN engram_embeddings e ON e.item_id = i.id "
-                    "LEFT JOIN engram_vector_backlog b ON b.item_id = i.id WHERE i.id = :id"
-                ),
-                {"id": page.hits[0].id},
+        (kept,) = await engine.run(
+            Statement(
+                "SELECT coalesce(e.embedding, b.embedding)::text AS v FROM engram_items i "
+                "LEFT JOIN engram_embeddings e ON e.item_id = i.id "
+                "LEFT JOIN engram_vector_backlog b ON b.item_id = i.id WHERE i.id = $1",
+                (page.hits[0].id,),
             )
-        assert np.allclose(np.array(json.loads(kept), dtype=np.float32), expected, atol=1e-6)
+        )
+        assert np.allclose(np.array(json.loads(kept["v"]), dtype=np.float32), expected, atol=1e-6)
     finally:
         await engine.close()

@@ -13,7 +13,6 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from sqlalchemy import text
 
 from app.contract.meta import Filter
 from app.contract.namespaces import Reach
@@ -42,8 +41,8 @@ async def unindexed(database_url: str, embedder: Any) -> AsyncIterator[PostgresE
 
 
 async def scalar(engine: PostgresEngine, sql: str) -> Any:
-    async with engine.database.connect() as connection:
-        return await connection.scalar(text(sql))
+    async with engine.connection() as connection:
+        return await connection.fetchval(sql)
 
 
 async def exact_ranking(engine: PostgresEngine, embedder: Any, request_filter: Filter, depth: int) -> list[Any]:

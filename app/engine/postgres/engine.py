@@ -1,21 +1,20 @@
-"""The PostgreSQL engine: SQL first, each statement the clearest form of its rule."""
+"""The PostgreSQL engine: SQL first, each statement the clearest form of its rule.
+
+Every method plans its statements (queries/), runs them, and builds the answer from their rows
+(rows.py). SQL reaches the database one way: asyncpg's own pools (pool.py), each connection set up
+once with its session settings and the jsonb and pgvector codecs, each statement prepared once a
+connection. SQLAlchemy serves alembic's migrations only (schema.py).
+"""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import secrets
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from typing import Any
+from contextlib import AbstractAsyncContextManager
 
 import asyncpg
 import numpy as np
-import orjson
-from sqlalchemy import event, text
-from sqlalchemy.exc import DisconnectionError
-from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
-from sqlalchemy.util import greenlet_spawn
 
 from app.contract.errors import ConfigError
 from app.contract.items import StoredItem
@@ -55,8 +54,8 @@ from app.engine.postgres.errors import classify, database_errors
 from app.engine.postgres.facets import FacetFolder
 from app.engine.postgres.filters import filter_predicate
 from app.engine.postgres.indexer import VectorIndexer, backlog_size, index_everything
-from app.engine.postgres.options import EngineOptions, HNSWOptions, KeywordOptions, SketchOptions
-from app.engine.postgres.pool import APPLICATION_NAME, execute, fetch, fetchval
+from app.engine.postgres.options import EngineOptions, HNSWOptions, IndexerOptions, IterativeScan, PoolOptions
+from app.engine.postgres.pool import Pools, execute, fetch, fetchval
 from app.engine.postgres.queries.facets import folds_facet, plan_explore
 from app.engine.postgres.queries.listing import plan_get, plan_list
 from app.engine.postgres.queries.statement import Statement
@@ -72,19 +71,14 @@ from app.engine.postgres.queries.writes import (
 )
 from app.engine.postgres.ranking import Rankings
 from app.engine.postgres.rows import hit_of, item_row
-from app.engine.postgres.schema import async_url, ensure_current
-from app.engine.postgres.vectors import learn_vector_types
+from app.engine.postgres.schema import driver_url, ensure_current
 
-
-def _discard_closed(dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
-    """At checkout, a pooled connection the server has closed (restart, terminated backend) is replaced.
-
-    Instead of ``pool_pre_ping``, whose ping is three round trips (BEGIN, ``;``, ROLLBACK):
-    ~0.7 ms of every read at 100k items, measured in-process. asyncpg sees the server close
-    the socket while the connection sits in the pool, so asking it costs nothing.
-    """
-    if dbapi_connection.driver_connection.is_closed():
-        raise DisconnectionError("the server closed this pooled connection")
+# The first start claims the database for this embedder and makes the cursor secret.
+CLAIM_SETTINGS = (
+    "INSERT INTO engram_settings (key, value) VALUES ('embedder', $1), ('cursor_secret', $2) "
+    "ON CONFLICT (key) DO NOTHING"
+)
+READ_SETTINGS = "SELECT key, value FROM engram_settings"
 
 
 class PostgresEngine:
@@ -93,31 +87,23 @@ class PostgresEngine:
 
     def __init__(
         self,
-        engine: AsyncEngine,
-        generic_plans: AsyncEngine,
+        pools: Pools,
         embedder: Embedder,
         *,
         limits: Limits = DEFAULT_LIMITS,
         text_search_config: str = "english",
         cursor_secret: bytes,
-        hnsw: HNSWOptions | None = None,
-        keyword: KeywordOptions | None = None,
-        sketch: SketchOptions | None = None,
-        backlog_limit: int = 500,
-        indexers: int = 2,
+        options: EngineOptions | None = None,
         owns_embedder: bool = False,
         answerer: GroundedAnswerer | None = None,
     ) -> None:
-        self._db = engine
+        self._pools = pools
+        self._options = options or EngineOptions()
         self._answerer = answerer  # None: extractive answers only; closed with the engine
         self._owns_embedder = owns_embedder
-        self._generic = generic_plans
-        self._indexer = VectorIndexer(self.connection, workers=indexers)
+        self._indexer = VectorIndexer(self.connection, workers=self._options.indexer.workers)
         self._facets = FacetFolder(self.connection)
-        self._backlog_limit = backlog_limit
-        self._options = EngineOptions(
-            hnsw=hnsw or HNSWOptions(), keyword=keyword or KeywordOptions(), sketch=sketch or SketchOptions()
-        )
+        self._backlog_limit = self._options.indexer.backlog_limit
         self._rankings = Rankings(
             model=embedder.name, dimension=embedder.dimension, ts_config=text_search_config, options=self._options
         )
@@ -141,16 +127,16 @@ class PostgresEngine:
         embedder: Embedder,
         *,
         limits: Limits = DEFAULT_LIMITS,
-        pool_size: int = 10,
-        pool_overflow: int = 10,
-        connect_timeout_s: float = 5.0,
-        statement_timeout_ms: int = 15_000,
+        pool_size: int = PoolOptions.size,
+        pool_overflow: int = PoolOptions.overflow,
+        connect_timeout_s: float = PoolOptions.connect_timeout_s,
+        statement_timeout_ms: int = PoolOptions.statement_timeout_ms,
         ef_search: int = HNSWOptions.ef_search,
         ef_search_filtered: int | None = HNSWOptions.ef_search_filtered,
-        iterative_scan: str = "relaxed_order",
-        backlog_limit: int = 500,
-        background_indexing: bool = True,
-        indexers: int = 2,
+        iterative_scan: IterativeScan = HNSWOptions.iterative_scan,
+        backlog_limit: int = IndexerOptions.backlog_limit,
+        background_indexing: bool = IndexerOptions.background,
+        indexers: int = IndexerOptions.workers,
         owns_embedder: bool = False,
         answerer: GroundedAnswerer | None = None,
     ) -> PostgresEngine:
@@ -169,77 +155,45 @@ class PostgresEngine:
         shared by several engines is closed by whoever made it. An ``answerer`` (app/engine/grounded.py)
         writes recall answers and is closed with the engine; without one they are extractive.
         """
-
-        def pool(plan_cache_mode: str) -> AsyncEngine:
-            pooled = create_async_engine(
-                async_url(url),
-                pool_size=pool_size,
-                max_overflow=pool_overflow,
-                pool_timeout=connect_timeout_s,
-                # Every hit's meta is jsonb: orjson reads it ~4x faster than the json module
-                # (a 100-item list spent 8% of the service's time there, py-spy, fourth session).
-                json_deserializer=orjson.loads,
-                connect_args={
-                    "timeout": connect_timeout_s,
-                    "command_timeout": statement_timeout_ms / 1000 + connect_timeout_s,
-                    "server_settings": {
-                        "application_name": APPLICATION_NAME,
-                        "statement_timeout": str(statement_timeout_ms),
-                        "jit": "off",  # JIT compiles cost more than these short queries take
-                        "plan_cache_mode": plan_cache_mode,
-                        "hnsw.ef_search": str(ef_search),
-                        # A filtered vector search keeps scanning the index until it has enough rows.
-                        "hnsw.iterative_scan": iterative_scan,
-                    },
-                },
-            )
-            event.listen(pooled.sync_engine, "checkout", _discard_closed)
-            learn_vector_types(pooled)
-            return pooled
-
-        # Plan each statement for its values: how selective a filter is and how common the
-        # query's words are decide between an index and a scan, and asyncpg's cached statements
-        # would otherwise switch to one generic plan. A ranking without a filter, whose values
-        # change no estimate, runs on the second pool's one generic plan (plans_generic).
-        engine, generic = pool("force_custom_plan"), pool("force_generic_plan")
+        options = EngineOptions(
+            pool=PoolOptions(
+                size=pool_size,
+                overflow=pool_overflow,
+                connect_timeout_s=connect_timeout_s,
+                statement_timeout_ms=statement_timeout_ms,
+            ),
+            hnsw=HNSWOptions(ef_search=ef_search, ef_search_filtered=ef_search_filtered, iterative_scan=iterative_scan),
+            indexer=IndexerOptions(backlog_limit=backlog_limit, workers=indexers, background=background_indexing),
+        )
+        with database_errors():
+            pools = await Pools.open(driver_url(url), options.pool, options.hnsw)
         try:
             with database_errors():
-                await ensure_current(engine)
-                settings = await cls._read_settings(engine, embedder)
+                async with pools.connection() as connection:
+                    await ensure_current(connection)
+                    settings = await cls._read_settings(connection, embedder)
         except BaseException:
-            await engine.dispose()
-            await generic.dispose()
+            await pools.close()
             raise
         connected = cls(
-            engine,
-            generic,
+            pools,
             embedder,
             limits=limits,
             text_search_config=settings["text_search_config"],
             cursor_secret=bytes.fromhex(settings["cursor_secret"]),
-            hnsw=HNSWOptions(ef_search=ef_search, ef_search_filtered=ef_search_filtered),
-            backlog_limit=backlog_limit,
-            indexers=indexers,
+            options=options,
             owns_embedder=owns_embedder,
             answerer=answerer,
         )
-        if background_indexing:
+        if options.indexer.background:
             connected._indexer.start()  # which first indexes whatever a crash left queued
         return connected
 
     @staticmethod
-    async def _read_settings(engine: AsyncEngine, embedder: Embedder) -> dict[str, str]:
-        async with engine.begin() as connection:
-            # The first start claims the database for this embedder and makes the cursor secret.
-            await connection.execute(
-                text(
-                    "INSERT INTO engram_settings (key, value) VALUES ('embedder', :model), ('cursor_secret', :secret) "
-                    "ON CONFLICT (key) DO NOTHING"
-                ),
-                {"model": embedder.name, "secret": secrets.token_hex(32)},
-            )
-            rows = await connection.execute(text("SELECT key, value FROM engram_settings"))
-            settings = {row.key: row.value for row in rows}
+    async def _read_settings(connection: asyncpg.Connection, embedder: Embedder) -> dict[str, str]:
+        async with connection.transaction():
+            await connection.execute(CLAIM_SETTINGS, embedder.name, secrets.token_hex(32))
+            settings = {row["key"]: row["value"] for row in await connection.fetch(READ_SETTINGS)}
             # Refused inside the transaction, so a refused start does not leave its claim behind.
             if settings["embedder"] != embedder.name:
                 raise ConfigError(
@@ -261,15 +215,10 @@ class PostgresEngine:
     def options(self) -> EngineOptions:
         return self._options
 
-    @property
-    def database(self) -> AsyncEngine:
-        return self._db
-
     async def close(self) -> None:
         await self._indexer.stop()
         await self._facets.stop()
-        await self._db.dispose()
-        await self._generic.dispose()
+        await self._pools.close()
         if self._owns_embedder:
             await self._embedder.aclose()
         if self._answerer is not None:
@@ -289,9 +238,8 @@ class PostgresEngine:
 
     async def health(self) -> Health:
         try:
-            async with asyncio.timeout(3):
-                async with self._db.connect() as connection:
-                    await connection.execute(text("SELECT 1"))
+            async with asyncio.timeout(3), self.connection() as connection:
+                await connection.execute("SELECT 1")
         except Exception as error:
             return Health(state="down", reason=classify(error).message)
         return Health(state="ok")
@@ -426,29 +374,15 @@ class PostgresEngine:
         return await self._hybrid(keywords, vector, request_filter, offset, count)
 
     async def run(self, statement: Statement) -> list[asyncpg.Record]:
-        """A read on a pooled connection (the generic-plan pool's when the statement says so), in one
-        round trip: asyncpg prepares it once a connection and keeps it in its statement cache."""
+        """One statement on a pooled connection (the generic-plan pool's when it says so), in one round
+        trip: the requests' reads, and maintenance or inspection (tests, EXPLAIN) alike."""
         with database_errors():
             async with self.connection(generic_plan=statement.generic_plan) as connection:
                 return await fetch(connection, statement)
 
-    @asynccontextmanager
-    async def connection(self, *, generic_plan: bool = False) -> AsyncIterator[asyncpg.Connection]:
-        """A pooled connection's asyncpg connection, for statements sent to the driver itself.
-
-        Taken from the pool as a raw connection, without the AsyncConnection around it: 0.06
-        instead of 0.17 ms a checkout and return (100k copy, 900 each, ninth session).
-        """
-        pooled = await (self._generic if generic_plan else self._db).raw_connection()
-        try:
-            yield pooled.driver_connection  # type: ignore[misc]
-        except BaseException:
-            # SQLAlchemy never saw these statements, so it cannot tell a connection a failure
-            # left half-way through a message exchange: it must not go back to the pool.
-            await greenlet_spawn(pooled.invalidate)
-            raise
-        finally:
-            await greenlet_spawn(pooled.close)
+    def connection(self, *, generic_plan: bool = False) -> AbstractAsyncContextManager[asyncpg.Connection]:
+        """A pooled connection (pool.Pools.connection), for several statements or a transaction."""
+        return self._pools.connection(generic_plan=generic_plan)
 
     async def gather_statistics(self) -> None:
         """ANALYZE the items now and rank keywords by what it finds (autovacuum does it in time)."""
@@ -475,9 +409,7 @@ class PostgresEngine:
     ) -> list[Hit]:
         """Both rankings at once, each on a pooled connection of its own (Rankings.hybrid)."""
         pred = filter_predicate(request_filter)
-        fused = await self._rankings.hybrid(
-            (self.run, self.run), keywords, vector, request_filter, pred, offset, count
-        )
+        fused = await self._rankings.hybrid((self.run, self.run), keywords, vector, request_filter, pred, offset, count)
         return [hit_of(row, score) for row, score in fused]
 
     async def recall(self, request: RecallRequest) -> RecallAnswer:

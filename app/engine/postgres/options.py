@@ -10,6 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+# How a filtered HNSW search keeps walking the index (pgvector's hnsw.iterative_scan).
+IterativeScan = Literal["relaxed_order", "strict_order", "off"]
+
 
 @dataclass(frozen=True)
 class PoolOptions:
@@ -37,7 +40,7 @@ class HNSWOptions:
     """Every connection's walk breadth: what an unfiltered search reads."""
     ef_search_filtered: int | None = 200  # docs/tuning.md#hnsw-ef-search
     """A filtered search's breadth, set by its own statement; None keeps the connection's."""
-    iterative_scan: Literal["relaxed_order", "strict_order", "off"] = "relaxed_order"
+    iterative_scan: IterativeScan = "relaxed_order"
     """How a filtered search keeps walking the index until it has enough rows."""
 
 

@@ -12,9 +12,9 @@ service first anyway, since it still runs the old embedder.
 from __future__ import annotations
 
 import sys
+from typing import Any
 
-from sqlalchemy import text
-from sqlalchemy.ext.asyncio import AsyncConnection, create_async_engine
+import asyncpg
 from tqdm import tqdm
 
 from app.contract.errors import ConfigError
@@ -25,7 +25,7 @@ from app.engine.postgres.errors import database_errors
 from app.engine.postgres.pool import APPLICATION_NAME
 from app.engine.postgres.queries.backlog import POSTING_KEYS
 from app.engine.postgres.queries.vector import HNSW_INDEX, hnsw_index_sql
-from app.engine.postgres.schema import async_url, ensure_current
+from app.engine.postgres.schema import driver_url, ensure_current
 from app.engine.postgres.service import resolve_database
 from app.engine.postgres.vectors import register_vector_types, vector_array
 from app.settings import Settings
@@ -33,7 +33,7 @@ from app.settings import Settings
 # Other sessions of a running service (pool.APPLICATION_NAME) on this database.
 SERVICE_SESSIONS = (
     "SELECT count(*) FROM pg_stat_activity "
-    "WHERE datname = current_database() AND application_name = :name AND pid <> pg_backend_pid()"
+    "WHERE datname = current_database() AND application_name = $1 AND pid <> pg_backend_pid()"
 )
 # For pgvector a column's type modifier is its dimension.
 COLUMN_DIMENSION = (
@@ -41,13 +41,13 @@ COLUMN_DIMENSION = (
 )
 INSERT_VECTORS = (
     "INSERT INTO engram_embeddings (item_id, model, embedding) "
-    "SELECT t.id, :model, t.v FROM unnest(CAST(:ids AS text[]), CAST(:vs AS vector[])) AS t(id, v)"
+    "SELECT t.id, $1, t.v FROM unnest(CAST($2 AS text[]), CAST($3 AS vector[])) AS t(id, v)"
 )
 # Each indexed vector's sketch beside it, filed as the indexer files it (queries.backlog.MOVE_BACKLOG).
 INSERT_SKETCHES = (
     "INSERT INTO engram_sketch_postings (key, seq, item_id, sketch) "
     "SELECT k.key, i.seq, i.id, binary_quantize(t.v) "
-    "FROM unnest(CAST(:ids AS text[]), CAST(:vs AS vector[])) AS t(id, v) JOIN engram_items i ON i.id = t.id "
+    "FROM unnest(CAST($1 AS text[]), CAST($2 AS vector[])) AS t(id, v) JOIN engram_items i ON i.id = t.id "
     f"CROSS JOIN LATERAL ({POSTING_KEYS}) AS k(key)"
 )
 
@@ -60,11 +60,11 @@ ITEMS_IN_ORDER = """
             SELECT b.text, b.seq FROM engram_items b
             WHERE i.meta ? 'thread_id' AND b.namespace = i.namespace AND b.meta ? 'thread_id'
               AND b.meta->>'thread_id' = i.meta->>'thread_id' AND b.seq < i.seq
-            ORDER BY b.seq DESC LIMIT :before
+            ORDER BY b.seq DESC LIMIT $3
         ) AS l ORDER BY l.seq
     ) AS before
     FROM engram_items i
-    WHERE i.seq > :after ORDER BY i.seq LIMIT :n
+    WHERE i.seq > $1 ORDER BY i.seq LIMIT $2
 """
 
 
@@ -75,29 +75,30 @@ async def reembed(settings: Settings, *, batch_size: int = 256) -> int:
     embedder = build_embedder(settings)
     try:
         url = await resolve_database(settings, embedder.dimension)
-        engine = create_async_engine(async_url(url))
+        with database_errors():
+            connection = await asyncpg.connect(driver_url(url))
         try:
             with database_errors():
-                await ensure_current(engine)
-                async with engine.begin() as connection:
+                await ensure_current(connection)
+                async with connection.transaction():
                     await _refuse_under_a_running_service(connection, embedder)
                     count = await _reembed(connection, embedder, batch_size)
         finally:
-            await engine.dispose()
+            await connection.close()
     finally:
         await embedder.aclose()
     print(f"engram: re-embedded {count} items with {embedder.name} ({embedder.dimension} dimensions)", flush=True)
     return 0
 
 
-async def _refuse_under_a_running_service(connection: AsyncConnection, embedder: Embedder) -> None:
+async def _refuse_under_a_running_service(connection: asyncpg.Connection, embedder: Embedder) -> None:
     """Another model under a running service would leave it embedding with the one it started with:
     its vector searches would find nothing and its stores fail. Re-embedding with the same model
     (rebuilding vectors) goes on beside it, its writes waiting for the locks."""
-    held = await connection.scalar(text("SELECT value FROM engram_settings WHERE key = 'embedder'"))
+    held = await connection.fetchval("SELECT value FROM engram_settings WHERE key = 'embedder'")
     if held == embedder.name:
         return
-    sessions = await connection.scalar(text(SERVICE_SESSIONS), {"name": APPLICATION_NAME})
+    sessions = await connection.fetchval(SERVICE_SESSIONS, APPLICATION_NAME)
     if sessions:
         raise ConfigError(
             f"an engram service is connected to this database ({sessions} sessions) and embeds with {held}: "
@@ -105,49 +106,60 @@ async def _refuse_under_a_running_service(connection: AsyncConnection, embedder:
         )
 
 
-async def _reembed(connection: AsyncConnection, embedder: Embedder, batch_size: int) -> int:
-    await register_vector_types((await connection.get_raw_connection()).driver_connection)
+async def _driver(connection: Any) -> asyncpg.Connection:
+    """``connection`` itself, or the asyncpg connection under a SQLAlchemy one (a caller that holds one)."""
+    raw = getattr(connection, "get_raw_connection", None)
+    return connection if raw is None else (await raw()).driver_connection
+
+
+async def _reembed(connection: Any, embedder: Embedder, batch_size: int) -> int:
+    """Every item's vector made again, in one transaction (a savepoint inside the caller's)."""
+    connection = await _driver(connection)
+    async with connection.transaction():
+        return await _reembed_in(connection, embedder, batch_size)
+
+
+async def _reembed_in(connection: asyncpg.Connection, embedder: Embedder, batch_size: int) -> int:
+    await register_vector_types(connection)
     # Reads go on; stores and forgets wait, so no item is left without a vector.
-    await connection.execute(text("LOCK TABLE engram_items IN SHARE MODE"))
+    await connection.execute("LOCK TABLE engram_items IN SHARE MODE")
     # In the order every writer and the vector indexer take them (queries.backlog.INDEXER_LOCK_ORDER).
     await connection.execute(
-        text("LOCK TABLE engram_vector_backlog, engram_embeddings, engram_sketch_postings IN ACCESS EXCLUSIVE MODE")
+        "LOCK TABLE engram_vector_backlog, engram_embeddings, engram_sketch_postings IN ACCESS EXCLUSIVE MODE"
     )
     # A bulk load then one index build is far faster than growing the index row by row.
-    await connection.execute(text(f"DROP INDEX IF EXISTS {HNSW_INDEX}"))
+    await connection.execute(f"DROP INDEX IF EXISTS {HNSW_INDEX}")
     # The old model's vectors, indexed or still queued for the index (migration 0004), and their sketches.
-    await connection.execute(text("TRUNCATE engram_vector_backlog, engram_embeddings, engram_sketch_postings"))
-    current = await connection.scalar(text(COLUMN_DIMENSION))
+    await connection.execute("TRUNCATE engram_vector_backlog, engram_embeddings, engram_sketch_postings")
+    current = await connection.fetchval(COLUMN_DIMENSION)
     if current != embedder.dimension:
         for table in ("engram_embeddings", "engram_vector_backlog"):
             await connection.execute(
-                text(f"ALTER TABLE {table} ALTER COLUMN embedding TYPE vector({int(embedder.dimension)})")
+                f"ALTER TABLE {table} ALTER COLUMN embedding TYPE vector({int(embedder.dimension)})"
             )
         await connection.execute(
-            text(f"ALTER TABLE engram_sketch_postings ALTER COLUMN sketch TYPE bit({int(embedder.dimension)})")
+            f"ALTER TABLE engram_sketch_postings ALTER COLUMN sketch TYPE bit({int(embedder.dimension)})"
         )
-    total = int(await connection.scalar(text("SELECT count(*) FROM engram_items")) or 0)
+    total = int(await connection.fetchval("SELECT count(*) FROM engram_items") or 0)
     done, after = 0, 0
     with tqdm(total=total, unit="item", desc="re-embedding", file=sys.stderr) as progress:
         while True:
-            params = {"after": after, "n": batch_size, "before": BEFORE_ITEMS}
-            rows = (await connection.execute(text(ITEMS_IN_ORDER), params)).all()
+            rows = await connection.fetch(ITEMS_IN_ORDER, after, batch_size, BEFORE_ITEMS)
             if not rows:
                 break
-            vectors = await embedder.embed([embedded_text(row.text, row.before) for row in rows])
-            batch = {"model": embedder.name, "ids": [row.id for row in rows], "vs": vector_array(vectors)}
-            await connection.execute(text(INSERT_VECTORS), batch)
-            await connection.execute(text(INSERT_SKETCHES), batch)
-            after = rows[-1].seq
+            vectors = vector_array(await embedder.embed([embedded_text(row["text"], row["before"]) for row in rows]))
+            ids = [row["id"] for row in rows]
+            await connection.execute(INSERT_VECTORS, embedder.name, ids, vectors)
+            await connection.execute(INSERT_SKETCHES, ids, vectors)
+            after = rows[-1]["seq"]
             done += len(rows)
             progress.update(len(rows))
     # Made afresh, not replayed: the index casts to the dimension, which may have changed.
-    await connection.execute(text(hnsw_index_sql(embedder.dimension)))
+    await connection.execute(hnsw_index_sql(embedder.dimension))
     await connection.execute(
-        text(
-            "INSERT INTO engram_settings (key, value) VALUES ('embedder', :model), ('embedding_dim', :dim) "
-            "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value"
-        ),
-        {"model": embedder.name, "dim": str(embedder.dimension)},
+        "INSERT INTO engram_settings (key, value) VALUES ('embedder', $1), ('embedding_dim', $2) "
+        "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
+        embedder.name,
+        str(embedder.dimension),
     )
     return done

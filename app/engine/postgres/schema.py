@@ -1,21 +1,24 @@
-"""The schema's lifecycle: run migrations, and refuse a database that is behind."""
+"""The schema's lifecycle: run migrations (alembic, on SQLAlchemy), and refuse a database that is behind.
+
+SQLAlchemy is here for alembic alone; the engine, the indexer and ``engram reembed`` reach the
+database through asyncpg (pool.py).
+"""
 
 from __future__ import annotations
 
 from importlib import resources
 
+import asyncpg
 from alembic import command
 from alembic.config import Config
 from alembic.script import ScriptDirectory
-from sqlalchemy import text
-from sqlalchemy.engine import make_url
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.engine import URL, make_url
 
 from app.contract.errors import ConfigError
 
 
-def async_url(url: str) -> str:
-    """Any PostgreSQL URL, made to use the asyncpg driver.
+def _asyncpg_url(url: str) -> URL:
+    """Any PostgreSQL URL, its options as asyncpg reads them.
 
     ``postgres://`` is taken as ``postgresql://`` and libpq's ``sslmode`` as asyncpg's ``ssl``
     (the same modes): hosted providers hand out URLs in both forms.
@@ -27,7 +30,21 @@ def async_url(url: str) -> str:
         if "ssl" not in parsed.query:
             parsed = parsed.update_query_dict({"ssl": parsed.query["sslmode"]})
         parsed = parsed.difference_update_query(["sslmode"])
-    return parsed.set(drivername="postgresql+asyncpg").render_as_string(hide_password=False)
+    return parsed
+
+
+def async_url(url: str) -> str:
+    """The URL as SQLAlchemy's asyncpg dialect takes it (alembic's migrations)."""
+    return _asyncpg_url(url).set(drivername="postgresql+asyncpg").render_as_string(hide_password=False)
+
+
+def driver_url(url: str) -> str:
+    """The URL as asyncpg itself takes it (the engine's pools, ``engram reembed``): its DSN reads
+    libpq's ``sslmode``, where SQLAlchemy's dialect passes ``ssl`` on as a keyword."""
+    parsed = _asyncpg_url(url)
+    if "ssl" in parsed.query:
+        parsed = parsed.update_query_dict({"sslmode": parsed.query["ssl"]}).difference_update_query(["ssl"])
+    return parsed.set(drivername="postgresql").render_as_string(hide_password=False)
 
 
 def redacted(url: str) -> str:
@@ -59,11 +76,10 @@ def head_revision() -> str:
     return head
 
 
-async def ensure_current(engine: AsyncEngine) -> None:
+async def ensure_current(connection: asyncpg.Connection) -> None:
     """Refuse to serve a database whose schema is not at head (clear message, not a missing column later)."""
-    async with engine.connect() as connection:
-        exists = await connection.scalar(text("SELECT to_regclass('alembic_version') IS NOT NULL"))
-        current = await connection.scalar(text("SELECT version_num FROM alembic_version")) if exists else None
+    exists = await connection.fetchval("SELECT to_regclass('alembic_version') IS NOT NULL")
+    current = await connection.fetchval("SELECT version_num FROM alembic_version") if exists else None
     head = head_revision()
     if current != head:
         raise ConfigError(
