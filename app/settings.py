@@ -14,7 +14,7 @@ from sqlalchemy.exc import ArgumentError
 
 from app.contract.limits import Limits
 from app.embeddings.registry import EMBEDDERS
-from app.engine.postgres.options import HNSWOptions
+from app.engine.postgres.options import EngineOptions, HNSWOptions, IndexerOptions, PoolOptions
 
 
 def _http_url(value: str) -> bool:
@@ -36,10 +36,10 @@ class Settings(BaseSettings):
     # Database: an external server by URL, or the embedded one in data_dir.
     database_url: SecretStr | None = None
     data_dir: Path = Field(default_factory=_default_data_dir)
-    pool_size: int = Field(default=10, ge=1)
-    pool_overflow: int = Field(default=10, ge=0)
-    connect_timeout_s: float = Field(default=5.0, gt=0)
-    statement_timeout_ms: int = Field(default=15_000, ge=1)
+    pool_size: int = Field(default=PoolOptions.size, ge=1)
+    pool_overflow: int = Field(default=PoolOptions.overflow, ge=0)
+    connect_timeout_s: float = Field(default=PoolOptions.connect_timeout_s, gt=0)
+    statement_timeout_ms: int = Field(default=PoolOptions.statement_timeout_ms, ge=1)
     text_search_config: str = "english"
     # The embedded server's shared_buffers: auto (a quarter of the machine's memory, 128 MB to 2 GB) or a
     # size such as 512MB. Read when the embedded server starts (app/engine/postgres/embedded.py).
@@ -97,14 +97,14 @@ class Settings(BaseSettings):
     hnsw_ef_search: int = Field(default=HNSWOptions.ef_search, ge=1, le=1000)
     hnsw_ef_search_filtered: int = Field(default=HNSWOptions.ef_search_filtered, ge=1, le=1000)
     # How a filtered vector search keeps walking the index (pgvector turns a value it does not know off).
-    hnsw_iterative_scan: Literal["relaxed_order", "strict_order", "off"] = "relaxed_order"
+    hnsw_iterative_scan: Literal["relaxed_order", "strict_order", "off"] = HNSWOptions.iterative_scan
     # Vectors are indexed after their write is acknowledged (app/engine/postgres/indexer.py) and searched
     # exactly until then; a write that leaves more than this many waiting indexes until it does not.
     # Each waiting vector costs every vector search a little (an exact distance and a join): ~1 ms at 500.
-    vector_backlog_limit: int = Field(default=500, ge=0)
+    vector_backlog_limit: int = Field(default=IndexerOptions.backlog_limit, ge=0)
     # Background workers moving queued vectors into the HNSW index, a database connection (and, while
     # there is a backlog, a core) each. Measured in app/engine/postgres/indexer.py and bench/HISTORY.md.
-    vector_indexers: int = Field(default=2, ge=1)
+    vector_indexers: int = Field(default=IndexerOptions.workers, ge=1)
 
     # HTTP.
     api_keys: SecretStr | None = None
@@ -214,6 +214,24 @@ class Settings(BaseSettings):
             max_field_chars=self.max_field_chars,
             max_turns=self.max_turns,
             max_id_chars=self.max_id_chars,
+        )
+
+    @property
+    def engine_options(self) -> EngineOptions:
+        """The PostgreSQL engine's options from these settings; the rest keep their defaults."""
+        return EngineOptions(
+            pool=PoolOptions(
+                size=self.pool_size,
+                overflow=self.pool_overflow,
+                connect_timeout_s=self.connect_timeout_s,
+                statement_timeout_ms=self.statement_timeout_ms,
+            ),
+            hnsw=HNSWOptions(
+                ef_search=self.hnsw_ef_search,
+                ef_search_filtered=self.hnsw_ef_search_filtered,
+                iterative_scan=self.hnsw_iterative_scan,
+            ),
+            indexer=IndexerOptions(backlog_limit=self.vector_backlog_limit, workers=self.vector_indexers),
         )
 
     def api_key_list(self) -> list[str]:

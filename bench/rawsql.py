@@ -21,7 +21,6 @@ from app.embeddings.protocol import Embedder
 from app.engine.keywords import KeywordQuery
 from app.engine.postgres.filters import Predicate, filter_predicate
 from app.engine.postgres.indexer import VectorIndexer, backlog_size
-from app.engine.postgres.options import EngineOptions, HNSWOptions, IndexerOptions, PoolOptions
 from app.engine.postgres.pool import session_settings
 from app.engine.postgres.queries.facets import plan_explore
 from app.engine.postgres.queries.listing import plan_get, plan_list
@@ -35,17 +34,8 @@ from bench.corpus import CorpusItem
 
 # The engine's options as the service's defaults make them: the floor must search the index as the
 # service does, or its figures are not the same query.
-ENGINE_OPTIONS = EngineOptions(
-    pool=PoolOptions(statement_timeout_ms=Settings.model_fields["statement_timeout_ms"].default),
-    hnsw=HNSWOptions(
-        ef_search=Settings.model_fields["hnsw_ef_search"].default,
-        ef_search_filtered=Settings.model_fields["hnsw_ef_search_filtered"].default,
-    ),
-    indexer=IndexerOptions(
-        backlog_limit=Settings.model_fields["vector_backlog_limit"].default,
-        workers=Settings.model_fields["vector_indexers"].default,
-    ),
-)
+# (The settings' defaults, not the environment's: model_construct reads no variable.)
+ENGINE_OPTIONS = Settings.model_construct().engine_options
 # The session settings the engine gives its first pool's connections (its second pool's plan generic).
 ENGINE_SESSION = session_settings(ENGINE_OPTIONS.pool, ENGINE_OPTIONS.hnsw, generic_plan=False)
 # An unfiltered search's breadth, every connection's own.

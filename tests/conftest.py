@@ -14,6 +14,7 @@ import pytest
 from app.embeddings.wordllama import WordLlamaEmbedder
 from app.engine.postgres import schema
 from app.engine.postgres.engine import PostgresEngine
+from app.engine.postgres.options import EngineOptions, PoolOptions
 from app.engine.reference import ReferenceEngine
 from app.main import create_app
 from app.settings import Settings
@@ -52,7 +53,7 @@ async def truncate(engine: PostgresEngine) -> None:
 
 @pytest.fixture
 async def pg_engine(database_url: str, embedder: WordLlamaEmbedder) -> AsyncIterator[PostgresEngine]:
-    engine = await PostgresEngine.connect(database_url, embedder, pool_size=20)
+    engine = await PostgresEngine.connect(database_url, embedder, options=EngineOptions(pool=PoolOptions(size=20)))
     await truncate(engine)
     yield engine
     await engine.close()

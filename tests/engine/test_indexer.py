@@ -19,6 +19,7 @@ from app.contract.meta import Filter
 from app.contract.requests import FetchRequest, ForgetByIds
 from app.engine.postgres.engine import PostgresEngine
 from app.engine.postgres.indexer import Share, VectorIndexer, index_backlog
+from app.engine.postgres.options import EngineOptions, HNSWOptions, IndexerOptions
 from tests.conftest import truncate
 from tests.engine.test_postgres import count_rows, failing_insert, learning
 
@@ -27,7 +28,9 @@ async def quiet_engine(database_url: str, embedder: Any, backlog_limit: int) -> 
     """An engine without a background indexer, on an empty store, and no other engine's indexer about
     (not the ``pg_engine`` fixture's): what is queued stays queued until a test or a write moves it."""
     engine = await PostgresEngine.connect(
-        database_url, embedder, background_indexing=False, backlog_limit=backlog_limit
+        database_url,
+        embedder,
+        options=EngineOptions(indexer=IndexerOptions(backlog_limit=backlog_limit, background=False)),
     )
     await truncate(engine)
     yield engine
@@ -289,7 +292,12 @@ async def test_a_short_answer_from_the_index_falls_back_to_exact_whatever_the_ba
         # (as a scan stops at hnsw.max_scan_tuples on a far larger table).
         await connection.execute("ALTER DATABASE postgres SET enable_sort = off")
     short_sighted = await PostgresEngine.connect(
-        database_url, embedder, ef_search=40, ef_search_filtered=40, iterative_scan="off", background_indexing=False
+        database_url,
+        embedder,
+        options=EngineOptions(
+            hnsw=HNSWOptions(ef_search=40, ef_search_filtered=40, iterative_scan="off"),
+            indexer=IndexerOptions(background=False),
+        ),
     )
     try:
         page = await short_sighted.fetch(FetchRequest(query="note", mode="vector", filter=rare, limit=10))

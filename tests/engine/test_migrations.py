@@ -23,12 +23,15 @@ from app.contract.requests import FetchRequest, ForgetByIds, ListRequest
 from app.embeddings.wordllama import WordLlamaEmbedder
 from app.engine.postgres import schema
 from app.engine.postgres.engine import PostgresEngine
-from app.engine.postgres.options import HNSWOptions
+from app.engine.postgres.options import EngineOptions, HNSWOptions, IndexerOptions
 from app.main import create_app
 from app.settings import Settings
 from tests.deploy.scratch import SKETCHES_OFF, ScratchServer, free_port, learnings, run_engram, scratch_server
 from tests.engine.test_facet_counts import assert_counts_match_the_items, varied_items
 from tests.engine.test_postgres import learning
+
+# No background indexer: a backlog stays until a test indexes it.
+QUIET = EngineOptions(indexer=IndexerOptions(background=False))
 
 MIGRATE_HINT = "run `engram migrate`"
 # Items whose sketch (migration 0008, on the item's own row) is not their vector's, indexed or queued.
@@ -346,7 +349,7 @@ async def test_0004_downgrade_indexes_the_vectors_still_queued(
     url = scratch.new_database()
     await _upgrade(url)
     items = learnings(8)
-    engine = await PostgresEngine.connect(url, embedder, background_indexing=False)
+    engine = await PostgresEngine.connect(url, embedder, options=QUIET)
     await engine.store_many(items)
     await engine.close()
     assert await _scalar(url, "SELECT count(*) FROM engram_vector_backlog") == 8
@@ -400,7 +403,7 @@ async def _with_indexed_and_queued_learnings(
 ) -> str:
     """As _with_indexed_learnings, and ``queued`` more learnings whose vectors wait in the backlog."""
     url = await _with_indexed_learnings(scratch, embedder, indexed)
-    engine = await PostgresEngine.connect(url, embedder, background_indexing=False)
+    engine = await PostgresEngine.connect(url, embedder, options=QUIET)
     await engine.store_many(learnings(queued, topic="queued"))
     await engine.close()
     assert await _scalar(url, "SELECT count(*) FROM engram_vector_backlog") == queued
@@ -485,7 +488,7 @@ async def test_0010_files_every_indexed_sketch_under_its_items_keys(
 ) -> None:
     url = scratch.new_database()
     await _upgrade(url)
-    engine = await PostgresEngine.connect(url, embedder, background_indexing=False)
+    engine = await PostgresEngine.connect(url, embedder, options=QUIET)
     await engine.store_many(_filed(12, "indexed"))
     await engine.finish_indexing()
     await engine.store_many(_filed(6, "queued"))
@@ -509,7 +512,7 @@ async def test_0010_files_every_indexed_sketch_under_its_items_keys(
     assert await _scalar(url, options) == ["autovacuum_vacuum_insert_scale_factor=0.02"]
 
     await _upgrade(url)  # the engine runs at the head
-    engine = await PostgresEngine.connect(url, embedder, background_indexing=False)
+    engine = await PostgresEngine.connect(url, embedder, options=QUIET)
     try:
         await engine.finish_indexing()
         assert await _scalar(url, "SELECT count(*) FROM engram_sketch_postings") == 12 * 3
@@ -528,7 +531,7 @@ async def test_0011_counts_the_facets_of_the_items_already_stored(
 ) -> None:
     url = scratch.new_database()
     await _upgrade(url)
-    engine = await PostgresEngine.connect(url, embedder, background_indexing=False)
+    engine = await PostgresEngine.connect(url, embedder, options=QUIET)
     await engine.store_many(varied_items(100, seed=11))
     await engine.close()
 
@@ -542,7 +545,7 @@ async def test_0011_counts_the_facets_of_the_items_already_stored(
     assert await _scalar(url, triggers) == 3
 
     await _upgrade(url)
-    engine = await PostgresEngine.connect(url, embedder, background_indexing=False)
+    engine = await PostgresEngine.connect(url, embedder, options=QUIET)
     try:
         await engine.store_many(varied_items(50, seed=12))
         await assert_counts_match_the_items(engine)

@@ -23,7 +23,7 @@ from app.engine import keywords
 from app.engine.keywords import MAX_TERMS, KeywordQuery
 from app.engine.postgres.engine import PostgresEngine
 from app.engine.postgres.filters import filter_predicate
-from app.engine.postgres.options import KeywordOptions
+from app.engine.postgres.options import EngineOptions, HNSWOptions, KeywordOptions, PoolOptions
 from app.engine.postgres.queries.backlog import INDEXER_LOCK_ORDER
 from app.engine.postgres.queries.keyword import keyword_params, plan_keyword
 from app.engine.postgres.queries.statement import Statement
@@ -33,6 +33,8 @@ from app.engine.postgres.schema import driver_url
 from tests.conftest import truncate
 
 KEYWORD_POOL = KeywordOptions().pool
+# One connection a pool, so every statement a test makes is on it.
+ONE_CONNECTION = PoolOptions(size=1, overflow=0)
 
 
 def learning(text_: str, **meta: Any) -> StoredItem:
@@ -155,7 +157,9 @@ async def test_selective_filter_in_vector_mode_still_fills_the_page(
     async with pg_engine.connection() as connection:
         await connection.execute("ALTER DATABASE postgres SET enable_sort = off")
     short_sighted = await PostgresEngine.connect(
-        database_url, embedder, ef_search=40, ef_search_filtered=40, iterative_scan="off"
+        database_url,
+        embedder,
+        options=EngineOptions(hnsw=HNSWOptions(ef_search=40, ef_search_filtered=40, iterative_scan="off")),
     )
     try:
         for mode in ("vector", "hybrid"):
@@ -185,7 +189,9 @@ async def test_a_filtered_search_walks_the_index_wider_for_its_statement_alone(
     from app.engine.postgres.vectors import query_vector
 
     engine = await PostgresEngine.connect(
-        database_url, embedder, pool_size=1, pool_overflow=0, ef_search=123, ef_search_filtered=456
+        database_url,
+        embedder,
+        options=EngineOptions(pool=ONE_CONNECTION, hnsw=HNSWOptions(ef_search=123, ef_search_filtered=456)),
     )
     try:
         assert (
@@ -242,7 +248,7 @@ async def test_rankings_without_a_filter_reuse_one_plan_and_filtered_ones_are_pl
     database_url: str, embedder: Any
 ) -> None:
     """A generic plan saves the planning where the values change no estimate, and only there."""
-    engine = await PostgresEngine.connect(database_url, embedder, pool_size=1, pool_overflow=0)
+    engine = await PostgresEngine.connect(database_url, embedder, options=EngineOptions(pool=ONE_CONNECTION))
     plans = (
         "SELECT generic_plans, custom_plans FROM pg_prepared_statements "
         "WHERE statement LIKE '%' || :marker || '%' AND statement NOT LIKE '%' || :other || '%'"
@@ -747,7 +753,7 @@ async def test_a_read_costs_one_statement_and_no_ping(database_url: str, embedde
     """One round trip a read: no pre-ping (the pool checks for closed connections without asking
     the server), and a statement's own settings (a generic plan, a wider walk) cost none."""
     # One connection a pool, so every statement is seen: the vector indexer's own go aside.
-    engine = await PostgresEngine.connect(database_url, embedder, pool_size=1, pool_overflow=0)
+    engine = await PostgresEngine.connect(database_url, embedder, options=EngineOptions(pool=ONE_CONNECTION))
     try:
         # Enough for a page from the index alone: fewer and the vector search also scans exactly.
         await engine.store_many([learning(f"one statement per read {n}", tags=["seen"]) for n in range(6)])

@@ -54,7 +54,7 @@ from app.engine.postgres.errors import classify, database_errors
 from app.engine.postgres.facets import FacetFolder
 from app.engine.postgres.filters import filter_predicate
 from app.engine.postgres.indexer import VectorIndexer, backlog_size, index_everything
-from app.engine.postgres.options import EngineOptions, HNSWOptions, IndexerOptions, IterativeScan, PoolOptions
+from app.engine.postgres.options import EngineOptions
 from app.engine.postgres.pool import Pools, execute, fetch, fetchval
 from app.engine.postgres.queries.facets import folds_facet, plan_explore
 from app.engine.postgres.queries.listing import plan_get, plan_list
@@ -126,45 +126,20 @@ class PostgresEngine:
         url: str,
         embedder: Embedder,
         *,
+        options: EngineOptions | None = None,
         limits: Limits = DEFAULT_LIMITS,
-        pool_size: int = PoolOptions.size,
-        pool_overflow: int = PoolOptions.overflow,
-        connect_timeout_s: float = PoolOptions.connect_timeout_s,
-        statement_timeout_ms: int = PoolOptions.statement_timeout_ms,
-        ef_search: int = HNSWOptions.ef_search,
-        ef_search_filtered: int | None = HNSWOptions.ef_search_filtered,
-        iterative_scan: IterativeScan = HNSWOptions.iterative_scan,
-        backlog_limit: int = IndexerOptions.backlog_limit,
-        background_indexing: bool = IndexerOptions.background,
-        indexers: int = IndexerOptions.workers,
         owns_embedder: bool = False,
         answerer: GroundedAnswerer | None = None,
     ) -> PostgresEngine:
         """Open the pools, read the settings the schema was made with, start the vector indexer.
 
-        Two pools of ``pool_size`` (+ ``pool_overflow``) connections each: one plans every
-        statement for its values, the other reuses one generic plan per statement (plans_generic).
-
-        ``ef_search`` is every connection's HNSW breadth; a filtered search runs with
-        ``ef_search_filtered`` (when given) instead, since the filter discards most candidates.
-        A write that leaves more than ``backlog_limit`` vectors waiting for the index indexes
-        until it does not (app/engine/postgres/indexer.py); ``indexers`` background workers index
-        the rest, each on a pooled connection. Without ``background_indexing`` only such writes
-        and ``finish_indexing`` index (tests that need a backlog to stay). With ``owns_embedder``
-        the engine's ``close`` closes the embedder too (the service's, built for it alone); an embedder
-        shared by several engines is closed by whoever made it. An ``answerer`` (app/engine/grounded.py)
-        writes recall answers and is closed with the engine; without one they are extractive.
+        ``options`` (options.py) size the pools and tune the rankings and the indexer. With
+        ``owns_embedder`` the engine's ``close`` closes the embedder too (the service's, built for
+        it alone); an embedder shared by several engines is closed by whoever made it. An
+        ``answerer`` (app/engine/grounded.py) writes recall answers and is closed with the engine;
+        without one they are extractive.
         """
-        options = EngineOptions(
-            pool=PoolOptions(
-                size=pool_size,
-                overflow=pool_overflow,
-                connect_timeout_s=connect_timeout_s,
-                statement_timeout_ms=statement_timeout_ms,
-            ),
-            hnsw=HNSWOptions(ef_search=ef_search, ef_search_filtered=ef_search_filtered, iterative_scan=iterative_scan),
-            indexer=IndexerOptions(backlog_limit=backlog_limit, workers=indexers, background=background_indexing),
-        )
+        options = options or EngineOptions()
         with database_errors():
             pools = await Pools.open(driver_url(url), options.pool, options.hnsw)
         try:

@@ -43,16 +43,8 @@ async def open_postgres_engine(settings: Settings, embedder: Embedder | None = N
         engine = await PostgresEngine.connect(
             url,
             embedder,
+            options=settings.engine_options,
             limits=settings.limits,
-            pool_size=settings.pool_size,
-            pool_overflow=settings.pool_overflow,
-            connect_timeout_s=settings.connect_timeout_s,
-            statement_timeout_ms=settings.statement_timeout_ms,
-            ef_search=settings.hnsw_ef_search,
-            ef_search_filtered=settings.hnsw_ef_search_filtered,
-            iterative_scan=settings.hnsw_iterative_scan,
-            backlog_limit=settings.vector_backlog_limit,
-            indexers=settings.vector_indexers,
             owns_embedder=True,
             answerer=answerer,
         )
