@@ -24,8 +24,8 @@ def auto_shared_buffers(memory_bytes: int | None) -> str:
     """A quarter of the machine's memory (PostgreSQL's advice for a dedicated server), 128 MB to 2 GB.
 
     PostgreSQL's own default, 128 MB, is below one 100k-item memory (~400 MB with its
-    indexes): at 100k the bench measured keyword p95 with a tag filter 30 -> 18 ms, raw
-    SQL, once the items fit (bench/HISTORY.md).
+    indexes), and filtered searches slow down once it no longer fits
+    (docs/tuning.md#embedded-shared-buffers).
     """
     if not memory_bytes:
         return "128MB"

@@ -36,8 +36,8 @@ class Predicate:
     def sql(self, *, beside_words: bool = False) -> str:
         """The clauses ANDed. ``beside_words``: as a keyword ranking wants them, where the terms
         index (migration 0006: words, tags, lineage) tests the filter in the words' own scan; a
-        subtree is then ``lineage @>``, not the namespace tests, which are cheaper row by row (a
-        list under a subtree walking seq order, 100k items: p50 3.0 -> 5.5 ms as lineage)."""
+        subtree is then ``lineage @>``, not the namespace tests, which are cheaper row by row
+        (docs/tuning.md#filters-beside-the-words)."""
         clauses = [self._beside_words.get(n, c) if beside_words else c for n, c in enumerate(self.clauses)]
         return " AND ".join(clauses) if clauses else "TRUE"
 

@@ -35,10 +35,8 @@ STEP = 100
 # transaction, the claim, the move statement) stays small beside its inserts.
 LEAST_SHARE = 10
 # Vectors moved since the backlog was last vacuumed (VACUUM_BACKLOG) after which a worker that
-# finds it empty vacuums it. At 10k items (bench-like rounds of 500, six passes each way
-# alternated, nineteenth session) 7.24 -> 6.59 s median, faster in every pair: the table stays a
-# few hundred kB instead of growing by ~11 MB; a search over 100k items, its backlog part reading
-# 1,415 pages of moved vectors, 2.2 ms p50 against 2.0 after a vacuum.
+# finds it empty vacuums it: the table stays small for the searches that read it.
+# docs/tuning.md#indexer-shares-and-vacuum
 VACUUM_AFTER = 1_000
 # A failing indexer retries after 1 s, then 2, 4 ... up to this, or as soon as a write commits.
 MAX_RETRY_S = 30.0
@@ -47,10 +45,8 @@ MAX_RETRY_S = 30.0
 class Share:
     """What the workers of one indexer hold: each claims its share of the rest (CLAIM_BACKLOG).
 
-    With whole steps, the last vectors of a burst went to one worker while the other idled: 500
-    vectors written in batches of 100 and waited for (the bench's rounds at 10k, the engine's
-    statements and indexer, 10,000 items, six passes each way alternated, nineteenth session)
-    took 7.61 s median with whole steps and 7.00 s with shares, faster in every pair.
+    With whole steps, the last vectors of a burst went to one worker while the other idled
+    (docs/tuning.md#indexer-shares-and-vacuum).
     """
 
     def __init__(self, workers: int) -> None:
@@ -108,8 +104,8 @@ class VectorIndexer:
     """Runs ``index_backlog`` in the background whenever there is a backlog, on ``workers`` connections.
 
     PostgreSQL inserts into the HNSW graph on one core per connection: with one worker,
-    a 2-core machine left a core idle whenever writes paused (at 10k items the bench's
-    rounds waited 11 s of 26 for the index). Each worker claims rows no other holds.
+    a 2-core machine left a core idle whenever writes paused
+    (docs/tuning.md#indexer-shares-and-vacuum). Each worker claims rows no other holds.
     ``wake`` after a write commits; rows queued by another process, or left by a crash,
     are found by a poll every ``poll_s`` when idle. A failure (the database away) is
     logged and retried after ``retry_s``, twice that after a second, and so on up to
