@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
 import random
 
 import pytest
 
 from app.engine.fusion import FUSION_DEPTH, VECTOR_WEIGHT, fuse, fusion_depth
-from app.engine.postgres.ranking import concurrently
 
 
 def test_fusion_combines_the_keyword_score_over_the_best_with_the_cosine() -> None:
@@ -82,48 +80,3 @@ def test_keys_past_the_depth_in_both_follow_by_their_best_rank_below_every_fused
     assert scores["k100"] < lowest_fused
     assert [key for key, _ in fused].index("k100") >= 2 * FUSION_DEPTH
     assert fusion_depth(11) == FUSION_DEPTH and fusion_depth(FUSION_DEPTH + 1) == FUSION_DEPTH + 1
-
-
-async def test_concurrently_answers_in_order_and_a_failure_cancels_the_rest_ungrouped() -> None:
-    async def after(delay: float, value: str) -> str:
-        await asyncio.sleep(delay)
-        return value
-
-    assert await concurrently(after(0.02, "slow"), after(0, "fast")) == ["slow", "fast"]
-
-    cancelled = asyncio.Event()
-
-    async def waits() -> None:
-        try:
-            await asyncio.sleep(10)
-        except asyncio.CancelledError:
-            cancelled.set()
-            raise
-
-    async def fails() -> None:
-        await asyncio.sleep(0)
-        raise LookupError("one half failed")
-
-    with pytest.raises(LookupError, match="one half failed"):
-        await concurrently(waits(), fails())
-    assert cancelled.is_set()
-
-
-async def test_term_statistics_are_read_once_a_while_and_again_when_forgotten() -> None:
-    from app.engine.postgres.queries.statistics import StatisticsCache
-
-    reads: list[int] = []
-
-    async def read() -> list[dict[str, object]]:
-        reads.append(1)
-        row = {"elems": ["word"], "freqs": [0.5, 0.5, 0.5, 0.0], "items": len(reads)}
-        return [{**row, "tag_elems": None, "tag_freqs": None, "lineage_elems": None, "lineage_freqs": None}]
-
-    cache = StatisticsCache(ttl_s=60)
-    assert (await cache.current(read)).items == 1
-    assert (await cache.current(read)).items == 1  # within its time: not read again
-    cache.forget()
-    assert (await cache.current(read)).items == 2
-    stale = StatisticsCache(ttl_s=0)
-    await stale.current(read)
-    assert (await stale.current(read)).items == 4

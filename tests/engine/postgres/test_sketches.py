@@ -26,8 +26,8 @@ from app.engine.postgres.queries.vector import vector_sql
 from app.engine.postgres.selectivity import ranks_by_sketch
 from app.engine.postgres.vectors import query_vector
 from tests.deploy.scratch import SKETCHES_OFF
-from tests.engine.test_indexer import quiet_engine
-from tests.engine.test_postgres import analyse, learning
+from tests.engine.postgres.support import analyse, learning
+from tests.engine.postgres.test_indexer import quiet_engine
 
 TOPICS = ["harbour tides", "compiler passes", "sourdough starter", "orbital mechanics", "tax filing"]
 QUERY = "tides of the harbour"

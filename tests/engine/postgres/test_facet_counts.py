@@ -20,7 +20,7 @@ from app.engine.postgres.engine import PostgresEngine
 from app.engine.postgres.facets import FacetFolder
 from app.engine.postgres.queries.facets import FOLD_AFTER_ROWS
 from tests.conftest import truncate
-from tests.engine.test_postgres import learning
+from tests.engine.postgres.support import learning
 
 FACETS = [
     "kind", "source", "source_id", "workspace", "folder", "file_path", "language",

@@ -27,8 +27,8 @@ from app.engine.postgres.options import EngineOptions, HNSWOptions, IndexerOptio
 from app.main import create_app
 from app.settings import Settings
 from tests.deploy.scratch import SKETCHES_OFF, ScratchServer, free_port, learnings, run_engram, scratch_server
-from tests.engine.test_facet_counts import assert_counts_match_the_items, varied_items
-from tests.engine.test_postgres import learning
+from tests.engine.postgres.support import learning
+from tests.engine.postgres.test_facet_counts import assert_counts_match_the_items, varied_items
 
 # No background indexer: a backlog stays until a test indexes it.
 QUIET = EngineOptions(indexer=IndexerOptions(background=False))

@@ -1,0 +1,57 @@
+"""Stores and forgets (no database)."""
+
+from __future__ import annotations
+
+import numpy as np
+from pgvector import Vector
+
+from app.contract.meta import Filter
+from app.engine.postgres.filters import filter_predicate
+from app.engine.postgres.queries.writes import (
+    INSERT_ITEMS_COLUMNS,
+    ItemRow,
+    plan_forget_filter,
+    plan_forget_ids,
+    plan_insert,
+    plan_queue_vectors,
+    plan_thread_latest,
+)
+
+ROWS = [
+    ItemRow("a", "learning", "", "first", "{}", "{}", 0.5, None, "manual"),
+    ItemRow("b", "note", "team:x", "second", "{}", "{}", None, "2026-01-02T03:04:05Z", "file"),
+]
+
+
+def test_the_insert_takes_one_array_a_column_in_the_rows_order() -> None:
+    statement = plan_insert(ROWS)
+    assert len(statement.args) == len(INSERT_ITEMS_COLUMNS) == len(ItemRow._fields)
+    assert statement.args[0] == ["a", "b"]
+    assert statement.args[6] == [0.5, None]
+    assert statement.args[-1] == ["manual", "file"]
+
+
+def test_vectors_are_queued_in_binary_form_by_id() -> None:
+    statement = plan_queue_vectors("m", {"a": np.zeros(3, dtype=np.float32), "b": np.ones(3, dtype=np.float32)})
+    model, ids, vectors = statement.args
+    assert (model, ids) == ("m", ["a", "b"])
+    assert all(isinstance(v, Vector) for v in vectors)
+    assert vectors[1].to_list() == [1.0, 1.0, 1.0]
+
+
+def test_a_forget_by_ids_names_each_once_and_keeps_to_the_reach() -> None:
+    assert plan_forget_ids(["a", "b", "a"]).args == (["a", "b"],)
+    within = plan_forget_ids(["a"], filter_predicate(Filter.model_validate({"reach": {"at": "team:x"}})))
+    assert within.args[0] == ["a"] and "team:x" in within.args
+    assert "i.namespace = $2" in within.sql
+
+
+def test_a_forget_by_filter_deletes_what_the_filter_admits_and_counts_it() -> None:
+    statement = plan_forget_filter(filter_predicate(Filter(tags_any=["t"])))
+    assert statement.sql.startswith("WITH gone AS (DELETE FROM engram_items i WHERE")
+    assert "count(*) FROM gone" in statement.sql and ["t"] in statement.args
+
+
+def test_thread_context_is_asked_for_every_thread_at_once() -> None:
+    statement = plan_thread_latest([("user:ana", "s1"), ("", "s2")], 2)
+    assert set(map(repr, statement.args)) == {repr(["user:ana", ""]), repr(["s1", "s2"]), "2"}
