@@ -15,7 +15,7 @@ in recall are measured beside what the engine runs.
   ranking: what the sketches buy, in every run.
 
 A vector shape (selective filters answered exactly through the embeddings' key, under
-1,500 admitted items) was measured here in the first three sessions: recall 1.0 at 10k
+1,500 admitted items) was measured here until 2026-12-01: recall 1.0 at 10k
 for a latency within noise of the index's, and never taken at 100k, where every tag or
 subtree admits thousands. It was dropped to keep the 100k run inside its 20 minutes
 (bench/analysis.md).

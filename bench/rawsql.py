@@ -21,7 +21,7 @@ from app.embeddings.protocol import Embedder
 from app.engine.keywords import KeywordQuery
 from app.engine.postgres.filters import Predicate, filter_predicate
 from app.engine.postgres.indexer import VectorIndexer, backlog_size
-from app.engine.postgres.pool import session_settings
+from app.engine.postgres.pool import connection_settings
 from app.engine.postgres.queries.facets import plan_explore
 from app.engine.postgres.queries.listing import plan_get, plan_list
 from app.engine.postgres.queries.statement import Statement
@@ -36,8 +36,8 @@ from bench.corpus import CorpusItem
 # service does, or its figures are not the same query.
 # (The settings' defaults, not the environment's: model_construct reads no variable.)
 ENGINE_OPTIONS = Settings.model_construct().engine_options
-# The session settings the engine gives its first pool's connections (its second pool's plan generic).
-ENGINE_SESSION = session_settings(ENGINE_OPTIONS.pool, ENGINE_OPTIONS.hnsw, generic_plan=False)
+# The settings the engine gives its first pool's connections (its second pool's plan generic).
+ENGINE_SESSION = connection_settings(ENGINE_OPTIONS.pool, ENGINE_OPTIONS.hnsw, generic_plan=False)
 # An unfiltered search's breadth, every connection's own.
 EF_SEARCH = ENGINE_OPTIONS.hnsw.ef_search
 # A filtered search's breadth, which the engine's statement sets for itself (queries.vector.vector_sql).
@@ -51,7 +51,7 @@ INDEXERS = ENGINE_OPTIONS.indexer.workers
 async def connect(url: str, *, generic_plan: bool = False) -> asyncpg.Connection:
     """One connection set up as the engine sets up its pools' (``generic_plan``: its second pool's),
     without the jsonb codec: the floor reads meta as the server sends it."""
-    settings = session_settings(ENGINE_OPTIONS.pool, ENGINE_OPTIONS.hnsw, generic_plan=generic_plan)
+    settings = connection_settings(ENGINE_OPTIONS.pool, ENGINE_OPTIONS.hnsw, generic_plan=generic_plan)
     connection = await asyncpg.connect(url, server_settings=settings)
     await register_vector_types(connection)
     return connection

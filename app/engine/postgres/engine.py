@@ -2,7 +2,7 @@
 
 Every method plans its statements (queries/), runs them, and builds the answer from their rows
 (rows.py). SQL reaches the database one way: asyncpg's own pools (pool.py), each connection set up
-once with its session settings and the jsonb and pgvector codecs, each statement prepared once a
+once with its startup settings and the jsonb and pgvector codecs, each statement prepared once a
 connection. SQLAlchemy serves alembic's migrations only (schema.py).
 """
 

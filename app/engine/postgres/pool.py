@@ -2,7 +2,7 @@
 
 Statements go to asyncpg itself, each prepared once a connection and kept in asyncpg's
 statement cache: one round trip a read. The pools are asyncpg's own, their connections set up
-once (session settings at startup, the jsonb and pgvector codecs by ``init``) and handed back
+once (settings at startup, the jsonb and pgvector codecs by ``init``) and handed back
 as they were taken: no reset query, no ping (asyncpg replaces a connection the server closed
 when it is next taken).
 """
@@ -31,7 +31,7 @@ Row = Mapping[str, Any]
 CLOSE_TIMEOUT_S = 5.0
 
 
-def session_settings(pool: PoolOptions, hnsw: HNSWOptions, *, generic_plan: bool) -> dict[str, str]:
+def connection_settings(pool: PoolOptions, hnsw: HNSWOptions, *, generic_plan: bool) -> dict[str, str]:
     """What every pooled connection sets at startup (``generic_plan``: the pool that reuses one
     generic plan per statement; the other plans each for its values, Statement.generic_plan)."""
     return {
@@ -62,9 +62,9 @@ async def prepare_connection(connection: asyncpg.Connection) -> None:
 
 async def _as_it_was(_: asyncpg.Connection) -> None:
     """A connection goes back to its pool as it came: asyncpg's default reset (RESET ALL, CLOSE ALL,
-    UNLISTEN, advisory unlocks) would be a round trip on every return. Statements change no session
-    state (a breadth is local to its statement, an advisory lock to its transaction); an open
-    transaction is still rolled back before this runs."""
+    UNLISTEN, advisory unlocks) would be a round trip on every return. Statements leave nothing
+    behind on the connection (a breadth is local to its statement, an advisory lock to its
+    transaction); an open transaction is still rolled back before this runs."""
 
 
 class Pools:
@@ -88,7 +88,7 @@ class Pools:
                 reset=_as_it_was,
                 timeout=pool.connect_timeout_s,
                 command_timeout=pool.statement_timeout_ms / 1000 + pool.connect_timeout_s,
-                server_settings=session_settings(pool, hnsw, generic_plan=generic_plan),
+                server_settings=connection_settings(pool, hnsw, generic_plan=generic_plan),
             )
 
         custom = await opened(False)

@@ -30,7 +30,7 @@ from app.engine.postgres.service import resolve_database
 from app.engine.postgres.vectors import register_vector_types, vector_array
 from app.settings import Settings
 
-# Other sessions of a running service (pool.APPLICATION_NAME) on this database.
+# Connections of a running service (pool.APPLICATION_NAME) to this database.
 SERVICE_SESSIONS = (
     "SELECT count(*) FROM pg_stat_activity "
     "WHERE datname = current_database() AND application_name = $1 AND pid <> pg_backend_pid()"

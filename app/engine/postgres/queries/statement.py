@@ -52,7 +52,7 @@ def plans_generic(pred: Predicate) -> bool:
 
     Without a filter the values change no estimate (every tsquery comes from a CTE; a vector's
     distance orders the index the same whatever the vector), and planning is a good part of the
-    statement; a connection whose session plans generic costs no extra round trip. With a filter
+    statement; a connection that plans generic costs no extra round trip. With a filter
     its values decide the plan. docs/tuning.md#generic-plans
     """
     return pred.admits_all
