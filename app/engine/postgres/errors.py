@@ -30,7 +30,7 @@ _TRANSIENT = (
     # exchange ("cannot switch to state 11; another operation (2) is in progress"): seen
     # in tests/reliability/test_faults.py when the database stops under traffic.
     asyncpg.InternalClientError,
-    sa_exc.TimeoutError,  # the pool had no connection in time
+    sa_exc.TimeoutError,  # alembic's SQLAlchemy pool had no connection in time
 )
 
 

@@ -36,9 +36,9 @@ class HNSWOptions:
     """Graph links per node (migration-frozen; used when ``engram reembed`` rebuilds the index)."""
     ef_construction: int = 80  # docs/tuning.md#hnsw-build
     """Candidates per insert while building (migration 0007's; used by ``engram reembed``)."""
-    ef_search: int = 150  # docs/tuning.md#hnsw-ef-search
+    ef_search: int = 150  # docs/tuning.md#hnsw-search-breadth
     """Every connection's walk breadth: what an unfiltered search reads."""
-    ef_search_filtered: int | None = 200  # docs/tuning.md#hnsw-ef-search
+    ef_search_filtered: int | None = 200  # docs/tuning.md#hnsw-search-breadth
     """A filtered search's breadth, set by its own statement; None keeps the connection's."""
     iterative_scan: IterativeScan = "relaxed_order"
     """How a filtered search keeps walking the index until it has enough rows."""
