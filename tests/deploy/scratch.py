@@ -80,7 +80,7 @@ def learnings(count: int, topic: str = "item", tags: list[str] | None = None) ->
                 "confidence": 0.5,
                 **({"meta": {"tags": tags}} if tags else {}),
             }
-        ).validate()
+        ).checked()
         for i in range(count)
     ]
 
