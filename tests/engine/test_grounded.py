@@ -63,7 +63,7 @@ def chat_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     # The base model's gguf carries no chat template: gemma's turn markers are named.
-    command = [sys.executable, "-m", "tests.engine.llama_server", "--model", str(model), "--model_alias", ALIAS]
+    command = [sys.executable, "-m", "tests.support.llama_server", "--model", str(model), "--model_alias", ALIAS]
     command += ["--chat_format", "gemma", "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "4096"]
     command += ["--n_threads", "2"]
     # Its log goes to a file: llama.cpp logs freely.

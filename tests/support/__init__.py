@@ -4,4 +4,5 @@
 ``scratch``: a PostgreSQL server of the test's own, reached by URL, and items to fill it.
 ``live``: an ``engram serve`` process and an embedded database it can lose.
 ``proxy``: a real HTTP hop before a model server that counts, records and injects faults.
+``llama_server``: llama-cpp-python's chat server as these machines can run it (``python -m``).
 """
