@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from app.settings import Settings
-from tests.deploy.scratch import REPO
+from tests.support.scratch import REPO
 
 COMPOSE = REPO / "docker-compose.yml"
 ENV_EXAMPLE = REPO / ".env.example"

@@ -14,18 +14,17 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 import yaml
 
 from app.cli import build_parser
 from app.engine.postgres import schema
-from tests.deploy.scratch import REPO, ScratchServer, engram_env, free_port, run_engram, scratch_server
+from tests.support.processes import engram_env, free_port, wait_until_answering
+from tests.support.scratch import REPO, ScratchServer, run_engram, scratch_server
 
 DOCKERFILE = REPO / "Dockerfile"
 DOCKERIGNORE = REPO / ".dockerignore"
@@ -151,13 +150,13 @@ def test_the_healthcheck_and_command_work_against_a_live_service(scratch: Scratc
         text=True,
     )
     try:
-        for _ in range(600):
-            assert process.poll() is None, process.communicate()
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/v1/health", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.1)
+        wait_until_answering(
+            f"http://127.0.0.1:{port}/v1/health",
+            process,
+            what="engram serve",
+            timeout_s=90,
+            output=lambda: str(process.communicate()),  # called once it has exited
+        )
         probe = _health_probe(port)
         assert probe.returncode == 0, probe.stderr
     finally:

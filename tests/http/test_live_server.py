@@ -5,7 +5,8 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from tests.live import live_server, scratch
+from tests.support.live import live_server
+from tests.support.scratch import scratch
 
 pytestmark = pytest.mark.slow
 

@@ -450,10 +450,10 @@ class PostgresEngine:
 
     async def store(self, item: StoredItem) -> StoreReceipt:
         # Refused in the item's own words, not as items[0] of a batch the client never sent.
-        return (await self._write([item.validate(self._limits)]))[0]
+        return (await self._write([item.checked(self._limits)]))[0]
 
     async def store_many(self, items: list[StoredItem]) -> list[StoreReceipt]:
-        return await self._write(StoreManyRequest.model_construct(items=items).validate(self._limits))
+        return await self._write(StoreManyRequest.model_construct(items=items).checked(self._limits))
 
     async def _write(self, checked: list[StoredItem]) -> list[StoreReceipt]:
         """Validated items, written in one transaction; a receipt each, in their order.
@@ -536,7 +536,7 @@ class PostgresEngine:
         return int(await connection.fetchval(numbered, *values) or 0)
 
     async def forget(self, target: ForgetTarget) -> ForgetReport:
-        target = target.validate(self._limits)
+        target = target.checked(self._limits)
         if isinstance(target, ForgetByIds):
             where, params = "i.id = ANY(:ids)", {"ids": list(dict.fromkeys(target.ids))}
         else:
@@ -545,7 +545,7 @@ class PostgresEngine:
         return await self._delete(where, params)
 
     async def forget_within(self, ids: list[str], reach: Reach) -> ForgetReport:
-        request = ForgetWithinRequest(ids=ids, reach=reach).validate(self._limits)
+        request = ForgetWithinRequest(ids=ids, reach=reach).checked(self._limits)
         pred = filter_predicate(Filter(reach=request.reach))
         return await self._delete(
             f"i.id = ANY(:ids) AND {pred.sql()}", {"ids": list(dict.fromkeys(request.ids)), **pred.params}
@@ -562,7 +562,7 @@ class PostgresEngine:
 
     async def fetch(self, request: FetchRequest) -> FetchPage:
         self.descriptor.ensure_mode(request.mode)
-        request = request.validate(self._limits)
+        request = request.checked(self._limits)
         scope = scope_of(request.query, request.mode, request.filter)
         offset = self._cursors.resume(request.cursor, scope, 0)
         if not isinstance(offset, int) or offset < 0:
@@ -708,14 +708,14 @@ class PostgresEngine:
         return [hit_of(rows[item_id], score) for item_id, score in fused[offset : offset + count]]
 
     async def recall(self, request: RecallRequest) -> RecallAnswer:
-        request = request.validate(self._limits)
+        request = request.checked(self._limits)
         hits = await self._rank(request.question, "hybrid", request.filter, 0, request.limit)
         if self._answerer is not None:
             return await self._answerer.answer(request.question, request.instructions, hits)
         return answers.compose(request.question, hits)
 
     async def list(self, request: ListRequest) -> ListPage:
-        request = request.validate(self._limits)
+        request = request.checked(self._limits)
         scope = scope_of("list", request.filter)
         after, ceiling = listing_position(self._cursors.resume(request.cursor, scope, None))
         pred = filter_predicate(request.filter)
@@ -729,7 +729,7 @@ class PostgresEngine:
         )
 
     async def get(self, request: GetRequest) -> list[Hit]:
-        request = request.validate(self._limits)
+        request = request.checked(self._limits)
         pred = filter_predicate(Filter(reach=request.reach)) if request.reach else filter_predicate(Filter())
         ids = list(dict.fromkeys(request.ids))
         rows = await self._rows(
@@ -740,7 +740,7 @@ class PostgresEngine:
         return [hit_of(found[i], 0.0) for i in ids if i in found]
 
     async def explore(self, request: ExploreRequest) -> ExplorePage:
-        request = request.validate(self._limits)
+        request = request.checked(self._limits)
         pred = filter_predicate(request.filter)
         (row,) = await self._rows(explore_sql(request.facet, pred), explore_params(request.facet, pred, request.limit))
         if folds_facet(row["kept_rows"], row["distinct_values"]):

@@ -1,4 +1,4 @@
-"""``python -m tests.engine.llama_server ARGS``: llama-cpp-python's OpenAI-compatible server, ggml's AMX kernels off.
+"""``python -m tests.support.llama_server ARGS``: llama-cpp-python's OpenAI-compatible server, ggml's AMX kernels off.
 
 These machines' CPUs report AMX, and llama.cpp built for them (``-march=native``) places weights in its
 AMX buffer type, but the VM does not let a thread use the tile registers: the first ``ldtilecfg`` in a
