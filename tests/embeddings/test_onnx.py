@@ -55,7 +55,10 @@ def test_length_sorted_runs_give_each_text_the_vector_one_padded_run_gives_in_th
     words = ["deploy", "the", "billing", "service", "after", "the", "migration", "passes", "review", "on", "friday"]
     texts = [" ".join(words[: 1 + (i * 7) % len(words)]) * (1 + i % 4) for i in range(3 * SUB_BATCH + 5)]
     assert len({len(t) for t in texts}) > SUB_BATCH  # lengths that the sort must reorder
-    one_run = np.stack(list(minilm._model.embed(texts, batch_size=len(texts))))
+    if BUNDLED.get(minilm.name) and BUNDLED[minilm.name].runs_alone:
+        one_run = np.stack([next(iter(minilm._model.embed([text]))) for text in texts])
+    else:
+        one_run = np.stack(list(minilm._model.embed(texts, batch_size=len(texts))))
     sorted_runs = minilm.encode(texts)
     assert sorted_runs.shape == one_run.shape and sorted_runs.dtype == np.float32
     assert np.abs(sorted_runs - one_run).max() < 1e-4
