@@ -66,6 +66,11 @@ class Settings(BaseSettings):
     embedding_concurrency: int = Field(default=4, ge=1, le=64)
     embedding_retries: int = Field(default=4, ge=0, le=20)
 
+    # Re-ranking (docs/search-quality.md#re-ranking): `cross-encoder` reads the question beside each of
+    # hybrid's first rerank_depth hits and re-orders them (recall included); `none` leaves the fused order.
+    reranker: Literal["none", "cross-encoder"] = "none"
+    rerank_depth: int = Field(default=30, ge=2, le=100)
+
     # Recall answers by a language model (docs/answers-llm.md); off while the URL is unset (extractive only).
     # The API base of an OpenAI-compatible chat server, e.g. http://localhost:11434/v1 (Ollama).
     answer_url: str | None = None

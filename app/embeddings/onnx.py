@@ -98,7 +98,7 @@ def verified(path: Path, sha256: str) -> Path:
     return path
 
 
-def _packaged(package: str, path: str) -> Path:
+def packaged(package: str, path: str) -> Path:
     try:
         return Path(str(resources.files(package).joinpath(path)))
     except ModuleNotFoundError:
@@ -108,7 +108,7 @@ def _packaged(package: str, path: str) -> Path:
 def bundled_weights(model: str = BUNDLED_MODEL) -> Path:
     """A bundled model's file, verified."""
     bundled = BUNDLED[model]
-    return verified(_packaged(bundled.weights_package, bundled.weights), bundled.sha256)
+    return verified(packaged(bundled.weights_package, bundled.weights), bundled.sha256)
 
 
 class OnnxEmbedder:
@@ -131,7 +131,7 @@ class OnnxEmbedder:
             # fastembed joins the model file to the tokenizer's folder; an absolute path stays itself.
             self._model = TextEmbedding(
                 _registered(bundled),
-                specific_model_path=str(_packaged(bundled.tokenizer_package, bundled.tokenizer)),
+                specific_model_path=str(packaged(bundled.tokenizer_package, bundled.tokenizer)),
                 threads=threads,
                 local_files_only=True,
             )

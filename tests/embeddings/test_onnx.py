@@ -39,7 +39,8 @@ def test_the_default_is_bge_small_and_each_bundled_model_keeps_its_name_beside_i
 async def test_vectors_are_unit_length_in_order_and_the_same_alone_or_in_a_batch(minilm: OnnxEmbedder) -> None:
     texts = ["I moved to Lisbon in March 2024.", "Deploys happen on Thursdays only.", "word " * 600, "🙂"]
     together = await minilm.embed(texts)
-    assert together.shape == (4, minilm.dimension) and minilm.dimension == BUNDLED_DIMENSION and together.dtype == np.float32
+    assert together.shape == (4, BUNDLED_DIMENSION) and minilm.dimension == BUNDLED_DIMENSION
+    assert together.dtype == np.float32
     assert np.allclose(np.linalg.norm(together, axis=1), 1.0, atol=1e-5)
     for text, row in zip(texts, together, strict=True):
         (alone,) = await minilm.embed([text])

@@ -89,6 +89,7 @@ from app.engine.postgres.statements import (
     vector_sql,
 )
 from app.engine.postgres.vectors import learn_vector_types, query_vector, vector_array
+from app.engine.reranking import Reranker
 
 
 class ItemRow(NamedTuple):
@@ -264,9 +265,11 @@ class PostgresEngine:
         indexers: int = 2,
         owns_embedder: bool = False,
         answerer: GroundedAnswerer | None = None,
+        reranker: Reranker | None = None,
     ) -> None:
         self._db = engine
         self._answerer = answerer  # None: extractive answers only; closed with the engine
+        self._reranker = reranker  # None: hybrid keeps the fused order
         self._owns_embedder = owns_embedder
         self._generic = generic_plans
         self._indexer = VectorIndexer(self._connection, workers=indexers)
@@ -281,7 +284,7 @@ class PostgresEngine:
         self._descriptor = EngineDescriptor(
             id="postgres",
             label="PostgreSQL + pgvector",
-            description="Keyword search by tsvector, vector search by pgvector HNSW, hybrid by reciprocal rank fusion.",
+            description="Keyword search by tsvector, vector search by pgvector HNSW, hybrid by fusing their scores.",
             hosted=False,
             needs_endpoint=False,
             needs_key=False,
@@ -307,6 +310,7 @@ class PostgresEngine:
         indexers: int = 2,
         owns_embedder: bool = False,
         answerer: GroundedAnswerer | None = None,
+        reranker: Reranker | None = None,
     ) -> PostgresEngine:
         """Open the pools, read the settings the schema was made with, start the vector indexer.
 
@@ -376,6 +380,7 @@ class PostgresEngine:
             indexers=indexers,
             owns_embedder=owns_embedder,
             answerer=answerer,
+            reranker=reranker,
         )
         if background_indexing:
             connected._indexer.start()  # which first indexes whatever a crash left queued
@@ -583,7 +588,12 @@ class PostgresEngine:
             (vector,) = await self._embedder.embed_queries([query])
         if mode == "vector":
             return await self._vector(vector, request_filter, offset, count)
-        return await self._hybrid(keywords, vector, request_filter, offset, count)
+        if self._reranker is None or not self._reranker.reaches(offset):
+            return await self._hybrid(keywords, vector, request_filter, offset, count)
+        # Every page that holds re-ranked hits re-ranks the same first ones: one order for all pages.
+        end = max(offset + count, self._reranker.depth)
+        ranked = await self._hybrid(keywords, vector, request_filter, 0, end)
+        return (await self._reranker.reorder(query, ranked))[offset : offset + count]
 
     async def _rows(self, sql: str, params: dict[str, Any], *, generic_plan: bool = False) -> list[Mapping[str, Any]]:
         """A read on a pooled connection, sent through asyncpg itself, in one round trip.
