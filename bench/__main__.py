@@ -16,7 +16,7 @@ from bench.report import default_embedder
 
 HERE = Path(__file__).resolve().parent
 # The embedders that need nothing but their name (fastembed and openai need a model or an endpoint).
-BENCH_EMBEDDERS = ("minilm", "wordllama")
+BENCH_EMBEDDERS = ("bge-small", "minilm", "wordllama")
 
 
 def results_stem(n: int, embedder: str) -> str:

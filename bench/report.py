@@ -10,7 +10,7 @@ MODES = ("keyword", "vector", "hybrid")
 VARIANTS = ("none", "tag", "subtree")
 VARIANT_TEXT = {"none": "no filter", "tag": "tag filter", "subtree": "namespace subtree"}
 ANALYSIS = Path(__file__).resolve().parent / "analysis.md"
-# What runs measured before the harness took an embedder setting used (bench/HISTORY.md).
+# What runs measured before the harness took an embedder setting used: WordLlama, 256 dimensions.
 LEGACY_EMBEDDER = {"setting": "wordllama", "name": "wordllama-l2-supercat-256", "dimension": 256}
 # Static token embeddings: the encoder takes ~1% of a write, so ingest is judged against LangGraph's
 # (≥ 1.5×) and not against the encoder's own rate. A transformer is most of every write, for Engram
@@ -67,13 +67,13 @@ def _verdict(ok: bool | None) -> str:
 
 
 def http_floor(engram: dict[str, Any]) -> float:
-    """The floor a fetch is held to: an empty request timed between the fetches (runs before the
-    fourth session timed it only in a tight loop of its own, where the service never sleeps)."""
+    """The floor a fetch is held to: an empty request timed between the fetches (the earliest runs
+    timed it only in a tight loop of its own, where the service never sleeps)."""
     return float(engram.get("floor_between_fetches", engram["floor"])["p50"])
 
 
 def targets(run: dict[str, Any], runs: list[dict[str, Any]]) -> list[tuple[str, str, bool | None]]:
-    """(target, measured, met?) for each target of issue 7 at this N."""
+    """(target, measured, met?) for each performance target at this N."""
     engram, raw, lg, quality = run["engram"], run["raw"], run["langgraph"], run["quality"]
     rows: list[tuple[str, str, bool | None]] = []
     vs_raw = engram["ingest"]["rate"] / raw["ingest"]["rate"]
@@ -147,7 +147,7 @@ def targets(run: dict[str, Any], runs: list[dict[str, Any]]) -> list[tuple[str, 
 
 
 def glance_lines(runs: list[dict[str, Any]]) -> list[str]:
-    """Every target of issue 7 at every size the issue names (the smoke size only when alone), one table;
+    """Every performance target at every size of 10,000 or more (the smoke size only when alone), one table;
     ``runs`` are one embedder's (``by_embedder``), which the heading names."""
     named = [r for r in runs if r["n"] >= 10_000] or runs
     sizes = sorted(named, key=lambda r: -r["n"])
@@ -157,7 +157,7 @@ def glance_lines(runs: list[dict[str, Any]]) -> list[str]:
             cells.setdefault(target, {})[run["n"]] = f"{measured}, {_verdict(ok)}" if ok is not None else measured
     head = " | ".join(f"N = {r['n']:,}" for r in sizes)
     lines = [
-        f"## At a glance: the targets of issue 7, {embedder_label(sizes[0])}",
+        f"## At a glance: the performance targets, {embedder_label(sizes[0])}",
         "",
         f"| target | {head} |",
         "| --- |" + " --- |" * len(sizes),
@@ -168,8 +168,8 @@ def glance_lines(runs: list[dict[str, Any]]) -> list[str]:
 
 
 def equal_breadth_lines(sizes: list[dict[str, Any]]) -> list[str]:
-    """Engram's vector p50 over LangGraph's when LangGraph searches as far as Engram does: not a target of the
-    issue, which compares against LangGraph's default breadth; shown so the two comparisons sit side by side."""
+    """Engram's vector p50 over LangGraph's when LangGraph searches as far as Engram does: not a target, since
+    the targets compare against LangGraph's default breadth; shown so the two comparisons sit side by side."""
     parts = []
     for run in sizes:
         wide = run.get("langgraph_wide", {}).get("fetch", {})
@@ -183,11 +183,11 @@ def equal_breadth_lines(sizes: list[dict[str, Any]]) -> list[str]:
     if not parts:
         return []
     return [
-        "Not a target, for the comparison the issue leaves open: Engram's vector p50 ÷ LangGraph's when LangGraph "
-        "searches its index as far as Engram searches (`LangGraph at Engram's breadth` in the fetch tables; its "
-        "recall is then near Engram's, where at its default it is lower, see the quality tables): "
-        + "; ".join(parts)
-        + ".",
+        "Not a target, for the comparison left open "
+        "([decision record](../docs/decisions/2026-12-03-benchmark-at-equal-recall.md)): Engram's vector p50 ÷ "
+        "LangGraph's when LangGraph searches its index as far as Engram searches (`LangGraph at Engram's breadth` "
+        "in the fetch tables; its recall is then near Engram's, where at its default it is lower, see the quality "
+        "tables): " + "; ".join(parts) + ".",
     ]
 
 
@@ -424,7 +424,7 @@ def table_for(run: dict[str, Any], runs: list[dict[str, Any]]) -> list[str]:
             f" ms, HNSW upkeep the write took on (the indexer behind) {_ms(phases['catch_up'])} / "
             f"{_ms(phases['catch_up'], 'p95')} ms.",
         ]
-    elif phases:  # runs before the vector backlog (committed JSON of earlier sessions)
+    elif phases:  # runs from before the vector backlog
         lines += [
             "",
             "Where a raw-SQL batch's time goes (p50): embedding "
@@ -483,7 +483,7 @@ def table_for(run: dict[str, Any], runs: list[dict[str, Any]]) -> list[str]:
                 f"queries): {same}. Keyword answers must be identical (the run stops otherwise: the raw copy would "
                 "be measuring another statement)."
             )
-        else:  # runs before the seventh session: each system in its own database
+        else:  # older runs: each system in its own database
             text = (
                 f"Same ids in the same order from Engram and from its raw SQL, each in its own database (share of "
                 f"queries): {same}. They can differ a little: each database builds its own HNSW graph, and keyword "
@@ -549,7 +549,7 @@ def table_for(run: dict[str, Any], runs: list[dict[str, Any]]) -> list[str]:
         "",
         *proposal_lines(run),
         *growth_lines(run),
-        "### Targets (issue 7)",
+        "### Targets",
         "",
         "| target | measured | verdict |",
         "| --- | --- | --- |",

@@ -3,11 +3,13 @@ its variable, never the value (it may be a secret) and never a traceback."""
 
 from __future__ import annotations
 
+from dataclasses import fields, replace
 from pathlib import Path
 
 import pytest
 
 from app.cli import main
+from app.contract.limits import DEFAULT_LIMITS, Limits
 from app.engine.postgres.schema import async_url
 from app.settings import Settings
 
@@ -107,3 +109,11 @@ def test_a_recall_answer_model_needs_an_http_url_and_a_model(
     [line] = out.err.splitlines()
     assert line.startswith("engram: configuration error: ") and named in line
     assert "SuperSecret123" not in out.err + out.out and "Traceback" not in out.err
+
+
+def test_every_limit_is_a_setting_with_the_contracts_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    for limit in fields(Limits):
+        monkeypatch.delenv(f"ENGRAM_{limit.name.upper()}", raising=False)
+    assert Settings().limits == DEFAULT_LIMITS
+    monkeypatch.setenv("ENGRAM_MAX_TAGS", "3")
+    assert Settings().limits == replace(DEFAULT_LIMITS, max_tags=3)

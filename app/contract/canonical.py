@@ -1,10 +1,10 @@
 """RFC 8785 (JCS) canonical JSON: the bytes an item's fingerprint, its id, is taken over (contract §1).
 
-``rfc8785`` writes it in Python, ~17 µs an item: most of a batch's fingerprinting (100 items,
-1.75 ms against 0.46 for the json module's C encoder, nineteenth session). Where the C encoder
-writes the same bytes (strings, booleans, null, integers within ±(2**53 - 1), floats whose
-shortest form needs no exponent, keys within the Basic Multilingual Plane) it writes them; the
-rest goes to ``rfc8785``. tests/contract/test_canonical.py holds the two to the same bytes.
+``rfc8785`` writes it in Python, slowly enough to be most of a batch's fingerprinting
+(docs/tuning.md#canonical-json). Where the json module's C encoder writes the same bytes
+(strings, booleans, null, integers within ±(2**53 - 1), floats whose shortest form needs no
+exponent, keys within the Basic Multilingual Plane) it writes them; the rest goes to
+``rfc8785``. tests/contract/test_canonical.py holds the two to the same bytes.
 """
 
 from __future__ import annotations

@@ -77,7 +77,7 @@ class Document(_ItemBase):
             return f"# {self.title}\n\n{body}"
         return body
 
-    def validate(self, limits: Limits = DEFAULT_LIMITS) -> Document:  # type: ignore[override]
+    def checked(self, limits: Limits = DEFAULT_LIMITS) -> Document:
         if isinstance(self.body, UriBody):
             raise InvalidRequest("a document body must be text: uri bodies are not resolved by this service")
         if is_blank(self.body.text):
@@ -85,7 +85,7 @@ class Document(_ItemBase):
         if self.mime is not None and len(self.mime) > limits.max_field_chars:
             raise InvalidRequest(f"mime is longer than {limits.max_field_chars} characters")
         self._check_common(limits)
-        return self.model_copy(update={"meta": self.meta.validate(limits)})
+        return self.model_copy(update={"meta": self.meta.checked(limits)})
 
 
 class Conversation(_ItemBase):
@@ -95,7 +95,7 @@ class Conversation(_ItemBase):
     def render_text(self) -> str:
         return "\n".join(turn.render() for turn in self.turns)
 
-    def validate(self, limits: Limits = DEFAULT_LIMITS) -> Conversation:  # type: ignore[override]
+    def checked(self, limits: Limits = DEFAULT_LIMITS) -> Conversation:
         if not self.turns:
             raise InvalidRequest("a conversation needs at least one turn")
         if len(self.turns) > limits.max_turns:
@@ -105,7 +105,7 @@ class Conversation(_ItemBase):
                 raise InvalidRequest(f"turns[{index}].text must not be blank")
         self._check_common(limits)
         turns = [t.model_copy(update={"tool_calls": t.tool_calls or None}) for t in self.turns]
-        return self.model_copy(update={"turns": turns, "meta": self.meta.validate(limits)})
+        return self.model_copy(update={"turns": turns, "meta": self.meta.checked(limits)})
 
 
 class Learning(_ItemBase):
@@ -118,7 +118,7 @@ class Learning(_ItemBase):
     def render_text(self) -> str:
         return self.text
 
-    def validate(self, limits: Limits = DEFAULT_LIMITS) -> Learning:  # type: ignore[override]
+    def checked(self, limits: Limits = DEFAULT_LIMITS) -> Learning:
         if is_blank(self.text):
             raise InvalidRequest("learning text must not be blank")
         if not 0.0 <= self.confidence <= 1.0:  # NaN fails both comparisons
@@ -126,7 +126,7 @@ class Learning(_ItemBase):
         if self.evidence is not None and len(self.evidence) > limits.max_text_chars:
             raise InvalidRequest(f"evidence is longer than {limits.max_text_chars} characters")
         self._check_common(limits)
-        return self.model_copy(update={"meta": self.meta.validate(limits)})
+        return self.model_copy(update={"meta": self.meta.checked(limits)})
 
 
 Item = Annotated[Document | Conversation | Learning, Field(discriminator="type")]

@@ -78,7 +78,11 @@ Instant = Annotated[
 
 
 class Closed(BaseModel):
-    """Requests are closed (an unknown key is refused) and typed strictly."""
+    """Requests are closed (an unknown key is refused) and typed strictly.
+
+    The contract's rules beyond the schema are a model's ``checked(limits)``: it refuses what the
+    contract refuses and returns the canonical copy (a name apart from pydantic's own ``validate``).
+    """
 
     model_config = ConfigDict(extra="forbid", strict=True)
 
@@ -107,7 +111,7 @@ class TurnRange(Closed):
     first: Annotated[int, Field(ge=0)]
     last: Annotated[int, Field(ge=0)]
 
-    def validate(self) -> TurnRange:  # type: ignore[override]
+    def checked(self) -> TurnRange:
         if self.first > self.last:
             raise InvalidRequest("turns.first must not be greater than turns.last")
         # Fingerprints are RFC 8785 JSON, which has no integers beyond 2^53 - 1.
@@ -138,7 +142,7 @@ class Meta(Closed):
     tags: list[str] | None = None
     observed_at: Instant | None = None
 
-    def validate(self, limits: Limits = DEFAULT_LIMITS) -> Meta:  # type: ignore[override]
+    def checked(self, limits: Limits = DEFAULT_LIMITS) -> Meta:
         """Refuse what the contract refuses; return the canonical meta.
 
         Canonical: namespace trimmed (None for the root), source defaulted to
@@ -161,7 +165,7 @@ class Meta(Closed):
                 if len(tag) > limits.max_tag_chars:
                     raise InvalidRequest(f"a tag is longer than {limits.max_tag_chars} characters")
         if self.turns is not None:
-            self.turns.validate()
+            self.turns.checked()
         return self.model_copy(
             update={
                 "namespace": normalise_namespace(self.namespace),
@@ -210,14 +214,14 @@ class Filter(Closed):
     observed_after: Instant | None = None
     observed_before: Instant | None = None
 
-    def validate(self, limits: Limits = DEFAULT_LIMITS) -> Filter:  # type: ignore[override]
+    def checked(self, limits: Limits = DEFAULT_LIMITS) -> Filter:
         """Refuse a bad reach or turns range; return the filter with the reach normalised."""
         check_storable(self.model_dump(exclude_none=True), "filter")
         if self.turns is not None:
-            self.turns.validate()
+            self.turns.checked()
         if len(self.tags_any) > limits.max_tags:
             raise InvalidRequest(f"filter.tags_any holds more than {limits.max_tags} tags")
-        reach = self.reach.validate() if self.reach is not None else None
+        reach = self.reach.checked() if self.reach is not None else None
         return self.model_copy(update={"reach": reach})
 
     def is_empty(self) -> bool:

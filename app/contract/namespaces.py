@@ -100,7 +100,7 @@ class Reach(BaseModel):
     def node(self) -> Namespace:
         return Namespace.parse(self.at)
 
-    def validate(self) -> Reach:  # type: ignore[override]
+    def checked(self) -> Reach:
         """Refuse a bad ``at``; return the reach with ``at`` in printed form."""
         return self.model_copy(update={"at": str(self.node)})
 

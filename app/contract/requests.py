@@ -86,14 +86,14 @@ class StoreManyRequest(_Bounded):
     _bound = ("items", MAX_STORE_MANY, f"items must hold 1..{MAX_STORE_MANY} items, got {{count}}")
     items: list[Item]
 
-    def validate(self, limits: Limits = DEFAULT_LIMITS) -> list[StoredItem]:  # type: ignore[override]
+    def checked(self, limits: Limits = DEFAULT_LIMITS) -> list[StoredItem]:
         """The whole batch is checked before anything is written; an error names its index."""
         if not 1 <= len(self.items) <= MAX_STORE_MANY:
             raise InvalidRequest(f"items must hold 1..{MAX_STORE_MANY} items, got {len(self.items)}")
         checked = []
         for index, item in enumerate(self.items):
             try:
-                checked.append(item.validate(limits))
+                checked.append(item.checked(limits))
             except InvalidRequest as error:
                 raise InvalidRequest(f"items[{index}]: {error.detail}") from None
         return checked
@@ -106,10 +106,10 @@ class FetchRequest(Closed):
     limit: PageLimit
     cursor: str | None = None
 
-    def validate(self, limits: Limits = DEFAULT_LIMITS) -> FetchRequest:  # type: ignore[override]
+    def checked(self, limits: Limits = DEFAULT_LIMITS) -> FetchRequest:
         _check_query(self.query, "query", limits)
         _check_limit(self.limit, 1, MAX_PAGE)
-        return self.model_copy(update={"filter": self.filter.validate(limits)})
+        return self.model_copy(update={"filter": self.filter.checked(limits)})
 
 
 class RecallRequest(Closed):
@@ -118,12 +118,12 @@ class RecallRequest(Closed):
     limit: PageLimit
     instructions: str | None = None
 
-    def validate(self, limits: Limits = DEFAULT_LIMITS) -> RecallRequest:  # type: ignore[override]
+    def checked(self, limits: Limits = DEFAULT_LIMITS) -> RecallRequest:
         _check_query(self.question, "question", limits)
         _check_limit(self.limit, 1, MAX_PAGE)
         if self.instructions is not None:
             check_storable(self.instructions, "instructions")
-        return self.model_copy(update={"filter": self.filter.validate(limits)})
+        return self.model_copy(update={"filter": self.filter.checked(limits)})
 
 
 class ListRequest(Closed):
@@ -131,9 +131,9 @@ class ListRequest(Closed):
     limit: PageLimit
     cursor: str | None = None
 
-    def validate(self, limits: Limits = DEFAULT_LIMITS) -> ListRequest:  # type: ignore[override]
+    def checked(self, limits: Limits = DEFAULT_LIMITS) -> ListRequest:
         _check_limit(self.limit, 1, MAX_PAGE)
-        return self.model_copy(update={"filter": self.filter.validate(limits)})
+        return self.model_copy(update={"filter": self.filter.checked(limits)})
 
 
 class GetRequest(_Bounded):
@@ -141,16 +141,16 @@ class GetRequest(_Bounded):
     ids: list[str]
     reach: Reach | None = None
 
-    def validate(self, limits: Limits = DEFAULT_LIMITS) -> GetRequest:  # type: ignore[override]
+    def checked(self, limits: Limits = DEFAULT_LIMITS) -> GetRequest:
         _check_ids(self.ids, MAX_GET_IDS, limits)
-        return self.model_copy(update={"reach": self.reach.validate() if self.reach else None})
+        return self.model_copy(update={"reach": self.reach.checked() if self.reach else None})
 
 
 class ForgetByIds(_Bounded):
     _bound = ("ids", MAX_FORGET_IDS, f"ids holds more than {MAX_FORGET_IDS} ids")
     ids: list[str]
 
-    def validate(self, limits: Limits = DEFAULT_LIMITS) -> ForgetByIds:  # type: ignore[override]
+    def checked(self, limits: Limits = DEFAULT_LIMITS) -> ForgetByIds:
         _check_ids(self.ids, MAX_FORGET_IDS, limits)
         return self
 
@@ -158,8 +158,8 @@ class ForgetByIds(_Bounded):
 class ForgetByFilter(Closed):
     filter: Filter
 
-    def validate(self, limits: Limits = DEFAULT_LIMITS) -> ForgetByFilter:  # type: ignore[override]
-        checked = self.filter.validate(limits)
+    def checked(self, limits: Limits = DEFAULT_LIMITS) -> ForgetByFilter:
+        checked = self.filter.checked(limits)
         if checked.is_empty():
             raise InvalidRequest("an empty filter would forget everything: name at least one constraint")
         return self.model_copy(update={"filter": checked})
@@ -191,9 +191,9 @@ class ForgetWithinRequest(_Bounded):
     ids: list[str]
     reach: Reach
 
-    def validate(self, limits: Limits = DEFAULT_LIMITS) -> ForgetWithinRequest:  # type: ignore[override]
+    def checked(self, limits: Limits = DEFAULT_LIMITS) -> ForgetWithinRequest:
         _check_ids(self.ids, MAX_FORGET_IDS, limits)
-        return self.model_copy(update={"reach": self.reach.validate()})
+        return self.model_copy(update={"reach": self.reach.checked()})
 
 
 Facet = Literal[
@@ -221,10 +221,10 @@ class ExploreRequest(Closed):
     limit: Annotated[int, documented_range(1, MAX_BUCKETS)]
     scan_limit: Annotated[int, documented_range(1, MAX_SCAN_LIMIT)] = DEFAULT_SCAN_LIMIT
 
-    def validate(self, limits: Limits = DEFAULT_LIMITS) -> ExploreRequest:  # type: ignore[override]
+    def checked(self, limits: Limits = DEFAULT_LIMITS) -> ExploreRequest:
         _check_limit(self.limit, 1, MAX_BUCKETS)
         _check_limit(self.scan_limit, 1, MAX_SCAN_LIMIT, "scan_limit")
-        return self.model_copy(update={"filter": self.filter.validate(limits)})
+        return self.model_copy(update={"filter": self.filter.checked(limits)})
 
 
 # Answers. Optional fields are omitted when unset (the HTTP layer drops None).

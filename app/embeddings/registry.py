@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from app.contract.errors import ConfigError
 from app.embeddings.memo import RememberingEmbedder
-from app.embeddings.onnx import BUNDLED_DIMENSION, BUNDLED_MODEL
+from app.embeddings.onnx import BUNDLED_MODEL
 from app.embeddings.protocol import Embedder
 from app.embeddings.wordllama import DIMENSIONS as WORDLLAMA_DIMENSIONS
 
@@ -26,11 +26,15 @@ class Choice:
 
 
 EMBEDDERS: dict[str, Choice] = {
-    "minilm": Choice(dimensions=(BUNDLED_DIMENSION,), default_dimension=BUNDLED_DIMENSION),
+    "bge-small": Choice(dimensions=(384,), default_dimension=384),
+    "minilm": Choice(dimensions=(384,), default_dimension=384),
     "wordllama": Choice(dimensions=WORDLLAMA_DIMENSIONS, default_dimension=max(WORDLLAMA_DIMENSIONS)),
     "fastembed": Choice(dimensions=None, default_dimension=None, needs_model=True),
     "openai": Choice(dimensions=None, default_dimension=None, needs_model=True, needs_url=True),
 }
+
+# The embedders whose weights install with the service, by their ENGRAM_EMBEDDER name.
+_BUNDLED_BY_CHOICE = {"bge-small": BUNDLED_MODEL, "minilm": "all-minilm-l6-v2"}
 
 
 def build_embedder(settings: Settings) -> Embedder:
@@ -40,11 +44,11 @@ def build_embedder(settings: Settings) -> Embedder:
         from app.embeddings.wordllama import WordLlamaEmbedder
 
         embedder = WordLlamaEmbedder(settings.embedding_dim) if settings.embedding_dim else WordLlamaEmbedder()
-    elif settings.embedder in ("minilm", "fastembed"):
+    elif settings.embedder in ("minilm", "bge-small", "fastembed"):
         from app.embeddings.onnx import OnnxEmbedder
 
         embedder = OnnxEmbedder(
-            BUNDLED_MODEL if settings.embedder == "minilm" else str(settings.embedding_model),
+            _BUNDLED_BY_CHOICE.get(settings.embedder, str(settings.embedding_model)),
             threads=settings.embedding_threads,
             cache_dir=settings.data_dir / "models",
             query_prefix=settings.embedding_query_prefix,

@@ -1,11 +1,13 @@
 """The ``hybrid`` ranking (contract §5): a convex combination of the keyword and vector scores.
 
 Score fusion, not rank fusion: each item scores ``(1 - VECTOR_WEIGHT) * keyword + VECTOR_WEIGHT *
-vector``, where ``keyword`` is its keyword score over the query's best (0..1: how close it comes
-to the best match) and ``vector`` its cosine similarity. Ranks throw away how far apart two
-items are, so reciprocal rank fusion let the weaker ranking drag the stronger down; scaled
-scores keep it (Bruch et al., "An Analysis of Fusion Functions for Hybrid Retrieval", ACM TOIS
-2023: a convex combination of theoretically normalised scores beat RRF on every data set).
+vector``, each half scaled to 0..1 over its ranking's first ``FUSION_DEPTH``: ``keyword`` is the
+item's keyword score over the query's best (how close it comes to the best match), ``vector`` its
+cosine's place between the cosine at that depth (0) and the best (1). Ranks throw away how far
+apart two items are, so reciprocal rank fusion let the weaker ranking drag the stronger down;
+scaled scores keep it (Bruch et al., "An Analysis of Fusion Functions for Hybrid Retrieval", ACM
+TOIS 2023: a convex combination of normalised scores beat RRF on every data set). Scaling the
+cosines too makes the weight hold across encoders, whose cosines spread over ranges of their own.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from collections.abc import Hashable, Mapping, Sequence
 from typing import TypeVar
 
 # The vector score's share, chosen on the long-conversation dev split (docs/tuning.md#hybrid-weight).
-VECTOR_WEIGHT = 0.7
+VECTOR_WEIGHT = 0.5
 # How deep each ranking counts in the fusion. A fixed depth, not the page's end: fused at each
 # page's own depth, an item deeper in both rankings gained once a deeper cut saw it in both, so the
 # order changed from page to page and cursors repeated and skipped hits. 50 keeps a filtered vector
@@ -41,7 +43,7 @@ def fuse(
 
     An item either ranking holds within ``depth`` is fused: an item the keyword ranking does not
     hold that high takes 0 from it (it matched less, or not at all), one the vector ranking does
-    not hold that high takes the vector score at ``depth`` (its own is no higher). The keys past
+    not hold that high takes 0 too (the cosine at ``depth``, its own being no higher). The keys past
     ``depth`` in both follow by their best rank, scored below every fused key. So the first ``n``
     keys are the same however far past ``depth`` the rankings were read, and scores never rise.
     Ties go to the key stored first (lower ``seq``), as in every other ranking.
@@ -49,10 +51,9 @@ def fuse(
     top_keyword, top_vector = keyword[:depth], vector[:depth]
     best_keyword = max((score for _, score in top_keyword), default=0.0)
     keyword_part = {key: score / best_keyword for key, score in top_keyword} if best_keyword > 0 else {}
-    vector_part = dict(top_vector)
-    vector_floor = top_vector[-1][1] if top_vector else 0.0
+    vector_part = _scaled(top_vector)
     fused = {
-        key: (1 - weight) * keyword_part.get(key, 0.0) + weight * vector_part.get(key, vector_floor)
+        key: (1 - weight) * keyword_part.get(key, 0.0) + weight * vector_part.get(key, 0.0)
         for key in (*dict(top_keyword), *vector_part)
     }
     ranked = sorted(fused.items(), key=lambda scored: (-scored[1], seq[scored[0]]))
@@ -65,3 +66,12 @@ def fuse(
     rest = sorted(best_rank.items(), key=lambda ranked_key: (ranked_key[1], seq[ranked_key[0]]))
     # Strictly below the lowest fused score, falling with the rank.
     return ranked + [(key, lowest - (1 - depth / rank)) for key, rank in rest]
+
+
+def _scaled(ranking: Scored[Key]) -> dict[Key, float]:
+    """Each score's place between the ranking's last (0) and its first (1); all 1 when they are equal."""
+    if not ranking:
+        return {}
+    best, floor = ranking[0][1], ranking[-1][1]
+    spread = best - floor
+    return {key: (score - floor) / spread if spread > 0 else 1.0 for key, score in ranking}

@@ -125,10 +125,10 @@ class ReferenceEngine:
 
     async def store(self, item: StoredItem) -> StoreReceipt:
         # Refused in the item's own words, not as items[0] of a batch the client never sent.
-        return (await self._write([item.validate(self._limits)]))[0]
+        return (await self._write([item.checked(self._limits)]))[0]
 
     async def store_many(self, items: list[StoredItem]) -> list[StoreReceipt]:
-        return await self._write(StoreManyRequest.model_construct(items=items).validate(self._limits))
+        return await self._write(StoreManyRequest.model_construct(items=items).checked(self._limits))
 
     async def _write(self, checked: list[StoredItem]) -> list[StoreReceipt]:
         """Validated items, written in one transaction; a receipt each, in their order."""
@@ -157,7 +157,7 @@ class ReferenceEngine:
 
     async def fetch(self, request: FetchRequest) -> FetchPage:
         self.descriptor.ensure_mode(request.mode)
-        request = request.validate(self._limits)
+        request = request.checked(self._limits)
         scope = scope_of(request.query, request.mode, request.filter)
         offset = self._cursors.resume(request.cursor, scope, 0)
         ranked = await self._rank(request.query, request.mode, request.filter)
@@ -193,7 +193,7 @@ class ReferenceEngine:
         return [(item_id, records[item_id], score) for item_id, score in fused]
 
     async def recall(self, request: RecallRequest) -> RecallAnswer:
-        request = request.validate(self._limits)
+        request = request.checked(self._limits)
         ranked = await self._rank(request.question, "hybrid", request.filter)
         hits = [record.hit(item_id, score) for item_id, record, score in ranked[: request.limit]]
         if self._answerer is not None:
@@ -201,7 +201,7 @@ class ReferenceEngine:
         return answers.compose(request.question, hits)
 
     async def list(self, request: ListRequest) -> ListPage:
-        request = request.validate(self._limits)
+        request = request.checked(self._limits)
         scope = scope_of("list", request.filter)
         after, ceiling = listing_position(self._cursors.resume(request.cursor, scope, None))
         # Up to the last item stored when the first page was read, as the PostgreSQL engine pages.
@@ -215,7 +215,7 @@ class ReferenceEngine:
         )
 
     async def get(self, request: GetRequest) -> list[Hit]:
-        request = request.validate(self._limits)
+        request = request.checked(self._limits)
         hits = []
         for item_id in dict.fromkeys(request.ids):
             record = self._records.get(item_id)
@@ -227,7 +227,7 @@ class ReferenceEngine:
         return hits
 
     async def forget(self, target: ForgetTarget) -> ForgetReport:
-        target = target.validate(self._limits)
+        target = target.checked(self._limits)
         async with self._lock:
             if isinstance(target, ForgetByIds):
                 doomed = [i for i in dict.fromkeys(target.ids) if i in self._records]
@@ -238,7 +238,7 @@ class ReferenceEngine:
             return ForgetReport(forgotten=len(doomed))
 
     async def forget_within(self, ids: list[str], reach: Reach) -> ForgetReport:
-        request = ForgetWithinRequest(ids=ids, reach=reach).validate(self._limits)
+        request = ForgetWithinRequest(ids=ids, reach=reach).checked(self._limits)
         reach = request.reach
         async with self._lock:
             doomed = [
@@ -251,7 +251,7 @@ class ReferenceEngine:
             return ForgetReport(forgotten=len(doomed))
 
     async def explore(self, request: ExploreRequest) -> ExplorePage:
-        request = request.validate(self._limits)
+        request = request.checked(self._limits)
         counts: Counter[str] = Counter()
         total = missing = 0
         for _, record in self._admitted(request.filter):

@@ -8,7 +8,8 @@ Revises: 0001
 """
 
 from alembic import op
-from sqlalchemy import text
+
+from migrations.support import stored_dimension
 
 revision = "0002"
 down_revision = "0001"
@@ -16,16 +17,11 @@ branch_labels = None
 depends_on = None
 
 
-def _dimension() -> int:
-    value = op.get_bind().execute(text("SELECT value FROM engram_settings WHERE key = 'embedding_dim'")).scalar_one()
-    return int(value)
-
-
 def upgrade() -> None:
     op.execute("DROP INDEX IF EXISTS engram_embeddings_hnsw")
     op.execute(
         "CREATE INDEX engram_embeddings_hnsw ON engram_embeddings USING hnsw "
-        f"((embedding::halfvec({_dimension()})) halfvec_cosine_ops) WITH (m = 16, ef_construction = 40)"
+        f"((embedding::halfvec({stored_dimension()})) halfvec_cosine_ops) WITH (m = 16, ef_construction = 40)"
     )
 
 

@@ -13,17 +13,13 @@ Revises: 0003
 """
 
 from alembic import op
-from sqlalchemy import text
+
+from migrations.support import stored_dimension
 
 revision = "0004"
 down_revision = "0003"
 branch_labels = None
 depends_on = None
-
-
-def _dimension() -> int:
-    value = op.get_bind().execute(text("SELECT value FROM engram_settings WHERE key = 'embedding_dim'")).scalar_one()
-    return int(value)
 
 
 def upgrade() -> None:
@@ -33,7 +29,7 @@ def upgrade() -> None:
             queued bigint GENERATED ALWAYS AS IDENTITY,
             item_id text NOT NULL REFERENCES engram_items (id) ON DELETE CASCADE,
             model text NOT NULL,
-            embedding vector({_dimension()}) NOT NULL,
+            embedding vector({stored_dimension()}) NOT NULL,
             PRIMARY KEY (item_id, model)
         )
         """

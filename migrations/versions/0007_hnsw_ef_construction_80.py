@@ -8,7 +8,7 @@ What it costs is the graph's reach, bought back by nothing cheaper: recall@10 ag
 scan at the same ef_search (150 unfiltered, 200 filtered) 0.967 -> 0.963 unfiltered, 0.930 ->
 0.919 with a tag, 0.933 -> 0.930 with a subtree; vector p50 the same within noise. 64 (LangGraph's
 default) was measured too: filtered recall 0.904 / 0.920 on a bulk-built graph, too near the
-0.9 the bench holds it to (bench/analysis.md, eleventh and twelfth sessions).
+0.9 the bench holds it to (bench/analysis.md, 2026-12-02).
 
 The rebuild reads every stored vector once and builds the graph in memory: 84 s on the bench's
 100k copy on 2 cores, in one transaction that locks the embeddings table (stop the service).

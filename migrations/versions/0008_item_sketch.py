@@ -5,7 +5,7 @@ of their sketches to the query's, then the nearest 200 again by their vectors
 (app/engine/postgres/queries/vector.py, sketch_sql). The HNSW walk must step past every candidate the
 filter refuses, and the fewer it admits the further it walks; the sketches are read where the
 filter's own index finds the items, with no join per item. At 100k (bench corpus, raw SQL,
-fifteenth session), a tag or subtree admitting 1,000-3,000 items: p50 13-20 -> ~5 ms, recall@10
+2026-12-02), a tag or subtree admitting 1,000-3,000 items: p50 13-20 -> ~5 ms, recall@10
 0.92-0.96 -> 0.97-0.99. 32 bytes a row at 256 dimensions.
 
 Filled from the stored vectors, indexed or queued: one UPDATE of every item (~5 s at 100k items;
@@ -16,7 +16,8 @@ Revises: 0007
 """
 
 from alembic import op
-from sqlalchemy import text
+
+from migrations.support import stored_dimension
 
 revision = "0008"
 down_revision = "0007"
@@ -24,13 +25,8 @@ branch_labels = None
 depends_on = None
 
 
-def _dimension() -> int:
-    value = op.get_bind().execute(text("SELECT value FROM engram_settings WHERE key = 'embedding_dim'")).scalar_one()
-    return int(value)
-
-
 def upgrade() -> None:
-    op.execute(f"ALTER TABLE engram_items ADD COLUMN sketch bit({_dimension()})")
+    op.execute(f"ALTER TABLE engram_items ADD COLUMN sketch bit({stored_dimension()})")
     # One model's vectors at a time (the service refuses another; engram reembed switches).
     op.execute(
         """

@@ -4,7 +4,7 @@ Migration 0008 put each item's sketch (its vector's signs) on the item's own row
 a filter that admits a few thousand items read a few thousand wide rows, nearly one heap
 block each (4,374 blocks for 4,936 items at 100k). Here a row is the item's id, seq, tags,
 namespace lineage and sketch (~100 bytes), and one GIN index over tags and lineage finds a
-filter's rows: at 100k (bench corpus, raw SQL, 200 questions interleaved, fifteenth session)
+filter's rows: at 100k (bench corpus, raw SQL, 200 questions interleaved, 2026-12-02)
 the sketch scan p50 7.2 -> 3.4 ms with a tag and 7.9 -> 3.8 with a subtree, p95 35.7 -> 8.0
 and 39.1 -> 13.6 (bench/analysis.md). 25 MB at 100k.
 
@@ -22,17 +22,13 @@ Revises: 0008
 """
 
 from alembic import op
-from sqlalchemy import text
+
+from migrations.support import stored_dimension
 
 revision = "0009"
 down_revision = "0008"
 branch_labels = None
 depends_on = None
-
-
-def _dimension() -> int:
-    value = op.get_bind().execute(text("SELECT value FROM engram_settings WHERE key = 'embedding_dim'")).scalar_one()
-    return int(value)
 
 
 def upgrade() -> None:
@@ -43,7 +39,7 @@ def upgrade() -> None:
             seq bigint NOT NULL,
             tags text[] NOT NULL,
             lineage text[] NOT NULL,
-            sketch bit({_dimension()}) NOT NULL
+            sketch bit({stored_dimension()}) NOT NULL
         )
         """
     )
@@ -65,7 +61,7 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    op.execute(f"ALTER TABLE engram_items ADD COLUMN sketch bit({_dimension()})")
+    op.execute(f"ALTER TABLE engram_items ADD COLUMN sketch bit({stored_dimension()})")
     op.execute(
         """
         UPDATE engram_items i SET sketch = binary_quantize(v.embedding)

@@ -8,7 +8,7 @@ lineage (``n:<key>``), in a btree over (key, seq) that holds the item's id and s
 sketches lie on consecutive index pages and are read without visiting the table (an
 index-only scan; vacuum keeps the visibility map that allows it). At 100k (a store the service
 grew by its own inserts, the bench's 200 questions, raw SQL, the two statements alternated,
-three passes, eighteenth session) the sketch statement's p50 3.1-5.0 -> 1.5-2.5 ms with a
+three passes, 2026-12-03) the sketch statement's p50 3.1-5.0 -> 1.5-2.5 ms with a
 tag and 3.9-4.5 -> 1.8-2.1 with a subtree, p95 13-17 -> 6-8, every page the same.
 
 What it costs: ~3.6 rows an item (the bench's corpus: 360,876 for 100k items), 94 MB at 100k
@@ -22,17 +22,13 @@ Revises: 0009
 """
 
 from alembic import op
-from sqlalchemy import text
+
+from migrations.support import stored_dimension
 
 revision = "0010"
 down_revision = "0009"
 branch_labels = None
 depends_on = None
-
-
-def _dimension() -> int:
-    value = op.get_bind().execute(text("SELECT value FROM engram_settings WHERE key = 'embedding_dim'")).scalar_one()
-    return int(value)
 
 
 def upgrade() -> None:
@@ -42,7 +38,7 @@ def upgrade() -> None:
             key text NOT NULL,
             seq bigint NOT NULL,
             item_id text NOT NULL,
-            sketch bit({_dimension()}) NOT NULL
+            sketch bit({stored_dimension()}) NOT NULL
         )
         """
     )
@@ -70,7 +66,7 @@ def upgrade() -> None:
     # autovacuum visits an insert-only table after it grows by a fifth: 20,000 items added to the
     # 100k store (16% of the postings unvacuumed) took the sketch statement from 4.5-5.2 to
     # 5.8-6.4 ms p50 with a tag and 4.6-4.7 to 6.4-6.7 with a subtree, p95 11-12.5 to 14-15
-    # (eighteenth session). Vacuuming after 2% keeps that within a few percent, and vacuuming
+    # (2026-12-03). Vacuuming after 2% keeps that within a few percent, and vacuuming
     # an insert-only table is cheap: it reads only the pages not yet marked.
     op.execute("ALTER TABLE engram_sketch_postings SET (autovacuum_vacuum_insert_scale_factor = 0.02)")
     op.execute("DROP TABLE engram_sketches")
@@ -84,7 +80,7 @@ def downgrade() -> None:
             seq bigint NOT NULL,
             tags text[] NOT NULL,
             lineage text[] NOT NULL,
-            sketch bit({_dimension()}) NOT NULL
+            sketch bit({stored_dimension()}) NOT NULL
         )
         """
     )

@@ -2,7 +2,7 @@
 
 An explore over everything counted every item's facet value on each request: at 100k items the
 tag facet took ~75 ms p50 (19x its 10k figure), and it grows with the store (bench/analysis.md,
-nineteenth session). Here each statement that inserts or deletes items adds one row per
+2026-12-03). Here each statement that inserts or deletes items adds one row per
 (facet, value) it changed, with the number of items gained (or lost, negative): written by
 statement triggers from the statement's transition table, so a batch of 100 items adds one
 aggregate insert, rows no other write ever updates (concurrent writers never wait on a shared

@@ -36,7 +36,7 @@ def refused(call: Callable[..., Any], *args: Any, **kwargs: Any) -> str:
 
 def item(data: dict[str, Any]) -> StoredItem:
     """Parse an item the way the service does: schema first, then the contract's checks."""
-    return ITEM_ADAPTER.validate_python(data).validate()
+    return ITEM_ADAPTER.validate_python(data).checked()
 
 
 def item_id(data: dict[str, Any]) -> str:

@@ -28,8 +28,8 @@ RICH = Meta.model_validate(
         "source": {"kind": "file", "id": "src-1"},
         "tags": ["style", "rust", "style"],
     }
-).validate()
-BARE = Meta().validate()
+).checked()
+BARE = Meta().checked()
 
 NARROWED: list[tuple[str, str, dict[str, Any]]] = [
     ("kind", "learning", {"kinds": ["learning"]}),
@@ -70,13 +70,13 @@ def test_a_narrowed_bucket_selects_the_items_counted_in_it(facet: str) -> None:
     values = facet_values(facet, "learning", RICH)
     assert values, f"the rich item has a {facet}"
     for value in values:
-        assert narrow(facet, value).validate().matches("learning", RICH)
+        assert narrow(facet, value).checked().matches("learning", RICH)
 
 
 def test_narrowing_a_namespace_sees_only_that_node() -> None:
     only = narrow("namespace", "team:acme")
     assert only.reach == Reach(at="team:acme", inherit=False, descendants=False)
-    assert only.matches("document", Meta(namespace="team:acme").validate())
+    assert only.matches("document", Meta(namespace="team:acme").checked())
     assert not only.matches("document", RICH)  # a descendant
     assert not only.matches("document", BARE)  # an ancestor
     root = narrow("namespace", "root")
@@ -86,7 +86,7 @@ def test_narrowing_a_namespace_sees_only_that_node() -> None:
 
 def test_narrowing_a_folder_is_by_prefix() -> None:
     assert narrow("folder", "/a").matches("document", RICH)
-    assert not narrow("folder", "/a/bc").matches("document", Meta(folder="/a/b").validate())
+    assert not narrow("folder", "/a/bc").matches("document", Meta(folder="/a/b").checked())
 
 
 def test_narrowing_an_unknown_facet_is_refused() -> None:

@@ -32,11 +32,11 @@ RICH: dict[str, Any] = {
 
 
 def meta(**fields: Any) -> Meta:
-    return Meta.model_validate(fields).validate()
+    return Meta.model_validate(fields).checked()
 
 
 def flt(**fields: Any) -> Filter:
-    return Filter.model_validate(fields).validate()
+    return Filter.model_validate(fields).checked()
 
 
 RICH_META = meta(**RICH)
@@ -118,10 +118,10 @@ def test_turns_is_an_exact_range() -> None:
 
 
 def test_turns_first_after_last_is_refused_in_filters_and_in_meta() -> None:
-    refused(Filter.model_validate({"turns": {"first": 3, "last": 2}}).validate)
-    refused(Meta.model_validate({"turns": {"first": 3, "last": 2}}).validate)
-    refused(TurnRange(first=1, last=0).validate)
-    assert TurnRange(first=4, last=4).validate() == TurnRange(first=4, last=4)
+    refused(Filter.model_validate({"turns": {"first": 3, "last": 2}}).checked)
+    refused(Meta.model_validate({"turns": {"first": 3, "last": 2}}).checked)
+    refused(TurnRange(first=1, last=0).checked)
+    assert TurnRange(first=4, last=4).checked() == TurnRange(first=4, last=4)
 
 
 def test_turns_are_zero_based_and_never_negative() -> None:
@@ -260,9 +260,9 @@ def test_a_reach_only_filter_still_restricts_to_its_reach() -> None:
 
 
 def test_filter_validation_refuses_nul_in_a_value() -> None:
-    message = refused(Filter(workspace="a\x00b").validate)
+    message = refused(Filter(workspace="a\x00b").checked)
     assert "workspace" in message
-    refused(Filter(tags_any=["ok", "\ud800"]).validate)
+    refused(Filter(tags_any=["ok", "\ud800"]).checked)
 
 
 def test_filter_validation_normalises_the_reach() -> None:

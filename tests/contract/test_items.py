@@ -120,7 +120,7 @@ def test_key_order_is_irrelevant() -> None:
     reordered["meta"] = dict(reversed(list(LEARNING["meta"].items())))
     assert list(reordered) != list(LEARNING)
     assert item_id(reordered) == item_id(LEARNING)
-    from_json = ITEM_ADAPTER.validate_json(json.dumps(reordered)).validate()
+    from_json = ITEM_ADAPTER.validate_json(json.dumps(reordered)).checked()
     assert from_json.fingerprint() == "19fc22b957ecd5727c7e03dda8c2e1979528da36"
 
 
@@ -321,17 +321,17 @@ def test_nul_and_lone_surrogates_are_refused_in_any_text(build: Any, bad: str) -
 
 def test_configured_limits_are_enforced() -> None:
     small = Limits(max_text_chars=10, max_tags=2, max_tag_chars=3, max_field_chars=4, max_turns=1)
-    refused(ITEM_ADAPTER.validate_python({**LEARNING, "text": "x" * 11}).validate, small)
-    assert ITEM_ADAPTER.validate_python({**LEARNING, "text": "x" * 10, "meta": {}}).validate(small)
-    refused(ITEM_ADAPTER.validate_python(with_meta(DOCUMENT, tags=["a", "b", "c"])).validate, small)
-    refused(ITEM_ADAPTER.validate_python(with_meta(DOCUMENT, tags=["abcd"])).validate, small)
-    refused(ITEM_ADAPTER.validate_python(with_meta(DOCUMENT, repo="abcde")).validate, small)
-    refused(ITEM_ADAPTER.validate_python(CONVERSATION).validate, small)
+    refused(ITEM_ADAPTER.validate_python({**LEARNING, "text": "x" * 11}).checked, small)
+    assert ITEM_ADAPTER.validate_python({**LEARNING, "text": "x" * 10, "meta": {}}).checked(small)
+    refused(ITEM_ADAPTER.validate_python(with_meta(DOCUMENT, tags=["a", "b", "c"])).checked, small)
+    refused(ITEM_ADAPTER.validate_python(with_meta(DOCUMENT, tags=["abcd"])).checked, small)
+    refused(ITEM_ADAPTER.validate_python(with_meta(DOCUMENT, repo="abcde")).checked, small)
+    refused(ITEM_ADAPTER.validate_python(CONVERSATION).checked, small)
 
 
 def test_validate_returns_the_canonical_copy() -> None:
     raw = ITEM_ADAPTER.validate_python(with_meta(LEARNING, namespace=" root ", tags=[]))
-    checked = raw.validate()
+    checked = raw.checked()
     assert checked.meta.namespace is None
     assert checked.meta.tags is None
     assert checked.meta.source is not None and checked.meta.source.kind == "agent"

@@ -97,14 +97,14 @@ def test_at_most_eight_segments() -> None:
 
 
 def test_meta_and_reach_refuse_a_bad_namespace_as_invalid_request() -> None:
-    refused(Meta(namespace="Team:acme").validate)
-    refused(Reach(at="team:acme/").validate)
-    refused(Filter(reach=Reach(at="nope")).validate)
+    refused(Meta(namespace="Team:acme").checked)
+    refused(Reach(at="team:acme/").checked)
+    refused(Filter(reach=Reach(at="nope")).checked)
 
 
 def test_a_valid_reach_prints_at_in_its_printed_form() -> None:
-    assert Reach(at="").validate().at == "root"
-    assert Reach(at=f" {WRITER} ").validate().at == WRITER
+    assert Reach(at="").checked().at == "root"
+    assert Reach(at=f" {WRITER} ").checked().at == WRITER
 
 
 def test_reach_defaults() -> None:
@@ -158,7 +158,7 @@ REACH_TABLE = [
 
 
 def _meta(path: str) -> Meta:
-    return Meta(namespace=path).validate()
+    return Meta(namespace=path).checked()
 
 
 @pytest.mark.parametrize(("reach", "admitted"), REACH_TABLE)
@@ -170,7 +170,7 @@ def test_reach_admits(reach: Reach, admitted: set[str]) -> None:
 @pytest.mark.parametrize(("reach", "admitted"), REACH_TABLE)
 def test_filter_with_reach_matches(reach: Reach, admitted: set[str]) -> None:
     raw = Filter(reach=reach)
-    checked = raw.validate()
+    checked = raw.checked()
     for candidate in (raw, checked):
         seen = {path for path in TREE if candidate.matches("learning", _meta(path))}
         assert seen == admitted

@@ -39,7 +39,7 @@ def parse(model: type[BaseModel], data: dict[str, Any]) -> Any:
 def check(model: type[BaseModel], data: dict[str, Any]) -> Any:
     parsed = parse(model, data)
     target = parsed.root if isinstance(parsed, RootModel) else parsed
-    return target.validate()
+    return target.checked()
 
 
 # --- fetch, recall, list: blank text and limit ------------------------------------------
@@ -88,9 +88,9 @@ def test_page_limits_at_the_bounds_are_accepted(model: type[BaseModel], base: di
 
 @pytest.mark.parametrize("bad", ["a\x00b", "\ud800"])
 def test_nul_and_lone_surrogates_are_refused_in_queries(bad: str) -> None:
-    refused(FetchRequest(query=bad, mode="keyword", limit=1).validate)
-    refused(RecallRequest(question=bad, limit=1).validate)
-    refused(RecallRequest(question="ok", limit=1, instructions=bad).validate)
+    refused(FetchRequest(query=bad, mode="keyword", limit=1).checked)
+    refused(RecallRequest(question=bad, limit=1).checked)
+    refused(RecallRequest(question="ok", limit=1, instructions=bad).checked)
 
 
 def test_request_filters_are_validated() -> None:

@@ -50,7 +50,7 @@ def test_format_instant(value: datetime, text: str) -> None:
 def test_meta_reads_any_rfc3339_and_writes_utc_with_z(given: str, written: str) -> None:
     meta = Meta.model_validate_json(f'{{"observed_at": "{given}"}}')
     assert wire_dict(meta) == {"observed_at": written}
-    hit = Hit(id="x", kind="document", text="t", meta=meta.validate(), score=0.0)
+    hit = Hit(id="x", kind="document", text="t", meta=meta.checked(), score=0.0)
     assert wire_dict(hit)["meta"]["observed_at"] == written
 
 

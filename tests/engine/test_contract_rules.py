@@ -92,7 +92,7 @@ async def test_store_is_idempotent_by_fingerprint(engine: Any) -> None:
     again = await engine.store(CORPUS[0])
     assert first.replayed is False
     assert again.replayed is True
-    assert again.id == first.id == CORPUS[0].validate().fingerprint()
+    assert again.id == first.id == CORPUS[0].checked().fingerprint()
     assert await all_ids(engine) == [first.id]
 
 
@@ -106,7 +106,7 @@ async def test_one_tag_more_is_a_new_item_and_the_old_one_stays(engine: Any) -> 
 async def test_store_many_receipts_in_order_and_repeat_replays_first_copy(engine: Any) -> None:
     batch = [CORPUS[0], CORPUS[1], CORPUS[0]]
     receipts = await engine.store_many(batch)
-    first, second = (i.validate().fingerprint() for i in batch[:2])
+    first, second = (i.checked().fingerprint() for i in batch[:2])
     assert [r.id for r in receipts] == [first, second, first]
     assert [r.replayed for r in receipts] == [False, False, True]
 
@@ -361,7 +361,7 @@ async def test_filter_fields(engine: Any, stored: list[str], spec: dict[str, Any
     page = await engine.fetch(FetchRequest(query=A_WORD_OF_EACH, mode="keyword", filter=request_filter, limit=50))
     assert sorted(h.id for h in page.hits) == sorted(stored[i] for i in expected)
     for i in expected:
-        assert request_filter.matches(CORPUS[i].type, CORPUS[i].validate().meta)
+        assert request_filter.matches(CORPUS[i].type, CORPUS[i].checked().meta)
 
 
 # List.

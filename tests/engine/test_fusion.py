@@ -9,27 +9,33 @@ import pytest
 from app.engine.fusion import FUSION_DEPTH, VECTOR_WEIGHT, fuse, fusion_depth
 
 
-def test_fusion_combines_the_keyword_score_over_the_best_with_the_cosine() -> None:
+def test_fusion_combines_the_keyword_score_over_the_best_with_the_scaled_cosine() -> None:
     seq = {"a": 3, "b": 1, "c": 2, "d": 4}
     keyword = [("a", 8.0), ("b", 4.0)]
     vector = [("c", 0.9), ("a", 0.5), ("d", 0.4), ("b", 0.2)]
     fused = dict(fuse(keyword, vector, seq, weight=0.5))
-    assert fused["a"] == pytest.approx(0.5 * 1.0 + 0.5 * 0.5)
-    assert fused["b"] == pytest.approx(0.5 * 0.5 + 0.5 * 0.2)
+    # The cosines scaled between the last (0.2 -> 0) and the best (0.9 -> 1).
+    assert fused["a"] == pytest.approx(0.5 * 1.0 + 0.5 * 0.3 / 0.7)
+    assert fused["b"] == pytest.approx(0.5 * 0.5 + 0.5 * 0.0)
     # Not a keyword match: nothing from that half.
-    assert fused["c"] == pytest.approx(0.5 * 0.9)
+    assert fused["c"] == pytest.approx(0.5 * 1.0)
+    assert fused["d"] == pytest.approx(0.5 * 0.2 / 0.7)
     assert [key for key, _ in fuse(keyword, vector, seq, weight=0.5)] == ["a", "c", "b", "d"]
-    # Only the ratio to the best keyword score counts, not the scale of the scores.
+    # Only where a score stands between the ranking's ends counts, not the scale of the scores:
+    # an encoder whose cosines crowd into a narrow range weighs as much as one that spreads them.
     doubled = [(key, score * 2) for key, score in keyword]
-    assert fuse(doubled, vector, seq, weight=0.5) == fuse(keyword, vector, seq, weight=0.5)
+    crowded = [(key, 0.8 + score / 10) for key, score in vector]
+    assert dict(fuse(doubled, crowded, seq, weight=0.5)) == pytest.approx(fused)
     assert fuse([], [], seq) == []
+    assert fuse([], [("a", 0.3)], seq) == [("a", 0.5)]  # one score is its ranking's best
 
 
-def test_a_key_the_vector_ranking_does_not_hold_that_high_takes_its_score_at_the_depth() -> None:
+def test_a_key_the_vector_ranking_does_not_hold_that_high_takes_nothing_from_it() -> None:
     seq = {f"k{i}": i for i in range(6)}
     vector = [(f"k{i}", 1.0 - i / 10) for i in range(5)]
     fused = dict(fuse([("k5", 1.0)], vector, seq, weight=0.5, depth=3))
-    assert fused["k5"] == pytest.approx(0.5 * 1.0 + 0.5 * 0.8)  # 0.8: the third vector score
+    assert fused["k5"] == pytest.approx(0.5 * 1.0)  # as low as the third vector score, scaled to 0
+    assert fused["k2"] == pytest.approx(0.0) and fused["k0"] == pytest.approx(0.5)
 
 
 def test_ties_go_to_the_key_stored_first() -> None:
@@ -39,9 +45,11 @@ def test_ties_go_to_the_key_stored_first() -> None:
 
 def test_the_weights_are_those_documented() -> None:
     seq = {"a": 1, "b": 2}
-    fused = dict(fuse([("a", 2.0)], [("b", 0.6), ("a", 0.2)], seq))
-    assert fused["a"] == pytest.approx((1 - VECTOR_WEIGHT) * 1.0 + VECTOR_WEIGHT * 0.2)
-    assert fused["b"] == pytest.approx(VECTOR_WEIGHT * 0.6)
+    fused = dict(fuse([("a", 2.0)], [("b", 0.6), ("c", 0.4), ("a", 0.2)], seq | {"c": 3}))
+    assert VECTOR_WEIGHT == 0.5  # docs/tuning.md#hybrid-weight
+    assert fused["a"] == pytest.approx((1 - VECTOR_WEIGHT) * 1.0)
+    assert fused["b"] == pytest.approx(VECTOR_WEIGHT * 1.0)
+    assert fused["c"] == pytest.approx(VECTOR_WEIGHT * 0.5)
 
 
 def test_a_page_is_cut_from_one_order_whatever_its_depth() -> None:

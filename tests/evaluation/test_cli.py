@@ -35,7 +35,7 @@ def test_json_report_of_a_private_embedded_service(tmp_path: Path) -> None:
     doc = json.loads(done.stdout)
     assert (doc["set"], doc["items"], doc["questions"], doc["skipped"]) == ("tiny", 4, 4, 0)
     assert doc["k"] == [1, 3]
-    assert doc["embedder"] == "all-minilm-l6-v2 (384 dimensions)"  # the default, loaded by the command
+    assert doc["embedder"] == "bge-small-en-v1.5 (384 dimensions)"  # the default, loaded by the command
     assert doc["engine"]["id"] == "postgres"
     assert list(doc["modes"]) == ["keyword", "vector", "hybrid"]
     assert list(doc["modes"]["hybrid"]) == ["all", "exact", "named"]

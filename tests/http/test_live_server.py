@@ -5,7 +5,8 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from tests.live import live_server, scratch
+from tests.support.live import live_server
+from tests.support.scratch import scratch
 
 pytestmark = pytest.mark.slow
 
@@ -33,7 +34,7 @@ def test_serve_store_fetch_recall_forget_stop_and_restart() -> None:
             assert client.post("/v1/forget", json={"ids": [ids[2]]}).json() == {"forgotten": 1}
         assert server.process.returncode == 0, server.logs()
         log = server.logs()
-        assert "listening on http://127.0.0.1" in log and "embedded PostgreSQL" in log and "embedder minilm" in log
+        assert "listening on http://127.0.0.1" in log and "embedded PostgreSQL" in log and "embedder bge-small" in log
         assert "engram: API keys none: every route is open" in log  # said, not left to be found out
 
         with live_server(tmp, api_key=None) as again, httpx.Client(base_url=again.base_url, timeout=30) as client:

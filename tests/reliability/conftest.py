@@ -6,7 +6,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.live import Database, LiveServer, live_server, scratch
+from tests.support.live import Database, LiveServer, live_server
+from tests.support.scratch import scratch
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.live import LiveServer, document, fingerprint, learning, list_everything
+from tests.support.live import LiveServer, document, fingerprint, learning, list_everything
 
 TASKS = 16
 ROUNDS = 5

@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
-from tests.live import LiveServer, fingerprint, learning
+from tests.support.live import LiveServer, fingerprint, learning
 
 BOUND_S = 60.0
 

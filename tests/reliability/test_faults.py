@@ -12,7 +12,8 @@ import httpx
 import psutil
 import pytest
 
-from tests.live import Database, LiveServer, fingerprint, learning, list_everything, live_server, scratch
+from tests.support.live import Database, LiveServer, fingerprint, learning, list_everything, live_server
+from tests.support.scratch import scratch
 
 WRITERS = 4
 BATCH = 5

@@ -8,7 +8,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.live import LiveServer, document, fingerprint, learning, list_everything
+from tests.support.live import LiveServer, document, fingerprint, learning, list_everything
 
 pytestmark = pytest.mark.slow
 

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from tests.live import LiveServer, document, learning, list_everything, live_server, scratch
+from tests.support.live import LiveServer, document, learning, list_everything, live_server
+from tests.support.scratch import scratch
 
 pytestmark = pytest.mark.slow
 

@@ -17,7 +17,8 @@ import httpx
 import pytest
 from sqlalchemy.engine import make_url
 
-from tests.live import Database, LiveServer, document, learning, live_server, run_engram, scratch
+from tests.support.live import Database, LiveServer, document, learning, live_server, run_engram_in
+from tests.support.scratch import scratch
 
 pytestmark = pytest.mark.slow
 
@@ -179,7 +180,7 @@ async def test_no_credential_in_any_response_or_log_line(
 @pytest.mark.slow
 def test_migrate_and_a_failed_start_do_not_print_the_dsn(credentials: Secrets) -> None:
     with scratch("secrets-cli") as tmp:
-        migrated = run_engram(["migrate"], tmp, {"ENGRAM_DATABASE_URL": credentials.dsn})
+        migrated = run_engram_in(tmp, ["migrate"], {"ENGRAM_DATABASE_URL": credentials.dsn})
         assert migrated.returncode == 0, migrated.stderr
         assert_clean(migrated.stdout + migrated.stderr, credentials, "engram migrate output")
 

@@ -59,6 +59,7 @@ from app.engine.postgres.pool import Pools, execute, fetch, fetchval
 from app.engine.postgres.queries.facets import folds_facet, plan_explore
 from app.engine.postgres.queries.listing import plan_get, plan_list
 from app.engine.postgres.queries.statement import Statement
+from app.engine.reranking import Reranker
 from app.engine.postgres.queries.writes import (
     ItemRow,
     plan_forget_filter,
@@ -96,10 +97,12 @@ class PostgresEngine:
         options: EngineOptions | None = None,
         owns_embedder: bool = False,
         answerer: GroundedAnswerer | None = None,
+        reranker: Reranker | None = None,
     ) -> None:
         self._pools = pools
         self._options = options or EngineOptions()
         self._answerer = answerer  # None: extractive answers only; closed with the engine
+        self._reranker = reranker  # None: hybrid keeps the fused order
         self._owns_embedder = owns_embedder
         self._indexer = VectorIndexer(self.connection, workers=self._options.indexer.workers)
         self._facets = FacetFolder(self.connection)
@@ -113,7 +116,7 @@ class PostgresEngine:
         self._descriptor = EngineDescriptor(
             id="postgres",
             label="PostgreSQL + pgvector",
-            description="Keyword search by tsvector, vector search by pgvector HNSW, hybrid by reciprocal rank fusion.",
+            description="Keyword search by tsvector, vector search by pgvector HNSW, hybrid by fusing their scores.",
             hosted=False,
             needs_endpoint=False,
             needs_key=False,
@@ -130,6 +133,7 @@ class PostgresEngine:
         limits: Limits = DEFAULT_LIMITS,
         owns_embedder: bool = False,
         answerer: GroundedAnswerer | None = None,
+        reranker: Reranker | None = None,
     ) -> PostgresEngine:
         """Open the pools, read the settings the schema was made with, start the vector indexer.
 
@@ -137,7 +141,8 @@ class PostgresEngine:
         ``owns_embedder`` the engine's ``close`` closes the embedder too (the service's, built for
         it alone); an embedder shared by several engines is closed by whoever made it. An
         ``answerer`` (app/engine/grounded.py) writes recall answers and is closed with the engine;
-        without one they are extractive.
+        without one they are extractive. A ``reranker`` (app/engine/reranking.py) re-orders hybrid's
+        first hits.
         """
         options = options or EngineOptions()
         with database_errors():
@@ -159,6 +164,7 @@ class PostgresEngine:
             options=options,
             owns_embedder=owns_embedder,
             answerer=answerer,
+            reranker=reranker,
         )
         if options.indexer.background:
             connected._indexer.start()  # which first indexes whatever a crash left queued
@@ -223,10 +229,10 @@ class PostgresEngine:
 
     async def store(self, item: StoredItem) -> StoreReceipt:
         # Refused in the item's own words, not as items[0] of a batch the client never sent.
-        return (await self._write([item.validate(self._limits)]))[0]
+        return (await self._write([item.checked(self._limits)]))[0]
 
     async def store_many(self, items: list[StoredItem]) -> list[StoreReceipt]:
-        return await self._write(StoreManyRequest.model_construct(items=items).validate(self._limits))
+        return await self._write(StoreManyRequest.model_construct(items=items).checked(self._limits))
 
     async def _write(self, checked: list[StoredItem]) -> list[StoreReceipt]:
         """Validated items, written in one transaction; a receipt each, in their order.
@@ -304,13 +310,13 @@ class PostgresEngine:
         return int(await fetchval(connection, plan_queue_vectors(self._embedder.name, vectors)) or 0)
 
     async def forget(self, target: ForgetTarget) -> ForgetReport:
-        target = target.validate(self._limits)
+        target = target.checked(self._limits)
         if isinstance(target, ForgetByIds):
             return await self._delete(plan_forget_ids(target.ids))
         return await self._delete(plan_forget_filter(filter_predicate(target.filter)))
 
     async def forget_within(self, ids: list[str], reach: Reach) -> ForgetReport:
-        request = ForgetWithinRequest(ids=ids, reach=reach).validate(self._limits)
+        request = ForgetWithinRequest(ids=ids, reach=reach).checked(self._limits)
         return await self._delete(plan_forget_ids(request.ids, filter_predicate(Filter(reach=request.reach))))
 
     async def _delete(self, statement: Statement) -> ForgetReport:
@@ -325,7 +331,7 @@ class PostgresEngine:
 
     async def fetch(self, request: FetchRequest) -> FetchPage:
         self.descriptor.ensure_mode(request.mode)
-        request = request.validate(self._limits)
+        request = request.checked(self._limits)
         scope = scope_of(request.query, request.mode, request.filter)
         offset = self._cursors.resume(request.cursor, scope, 0)
         if not isinstance(offset, int) or offset < 0:
@@ -346,7 +352,12 @@ class PostgresEngine:
             (vector,) = await self._embedder.embed_queries([query])
         if mode == "vector":
             return await self._vector(vector, request_filter, offset, count)
-        return await self._hybrid(keywords, vector, request_filter, offset, count)
+        if self._reranker is None or not self._reranker.reaches(offset):
+            return await self._hybrid(keywords, vector, request_filter, offset, count)
+        # Every page that holds re-ranked hits re-ranks the same first ones: one order for all pages.
+        end = max(offset + count, self._reranker.depth)
+        ranked = await self._hybrid(keywords, vector, request_filter, 0, end)
+        return (await self._reranker.reorder(query, ranked))[offset : offset + count]
 
     async def run(self, statement: Statement) -> list[asyncpg.Record]:
         """One statement on a pooled connection (the generic-plan pool's when it says so), in one round
@@ -388,14 +399,14 @@ class PostgresEngine:
         return [hit_of(row, score) for row, score in fused]
 
     async def recall(self, request: RecallRequest) -> RecallAnswer:
-        request = request.validate(self._limits)
+        request = request.checked(self._limits)
         hits = await self._rank(request.question, "hybrid", request.filter, 0, request.limit)
         if self._answerer is not None:
             return await self._answerer.answer(request.question, request.instructions, hits)
         return answers.compose(request.question, hits)
 
     async def list(self, request: ListRequest) -> ListPage:
-        request = request.validate(self._limits)
+        request = request.checked(self._limits)
         scope = scope_of("list", request.filter)
         after, ceiling = listing_position(self._cursors.resume(request.cursor, scope, None))
         pred = filter_predicate(request.filter)
@@ -408,14 +419,14 @@ class PostgresEngine:
         )
 
     async def get(self, request: GetRequest) -> list[Hit]:
-        request = request.validate(self._limits)
+        request = request.checked(self._limits)
         pred = filter_predicate(Filter(reach=request.reach)) if request.reach else filter_predicate(Filter())
         ids = list(dict.fromkeys(request.ids))
         found = {row["id"]: row for row in await self.run(plan_get(pred, ids))}
         return [hit_of(found[i], 0.0) for i in ids if i in found]
 
     async def explore(self, request: ExploreRequest) -> ExplorePage:
-        request = request.validate(self._limits)
+        request = request.checked(self._limits)
         (row,) = await self.run(plan_explore(request.facet, filter_predicate(request.filter), request.limit))
         if folds_facet(row["kept_rows"], row["distinct_values"]):
             self._facets.fold_soon()

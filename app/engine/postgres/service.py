@@ -12,6 +12,7 @@ from app.engine import answers
 from app.engine.grounded import GroundedAnswerer
 from app.engine.postgres import schema
 from app.engine.postgres.engine import PostgresEngine
+from app.engine.reranking import Reranker
 from app.settings import Settings
 
 logger = logging.getLogger("engram")
@@ -38,6 +39,7 @@ async def open_postgres_engine(settings: Settings, embedder: Embedder | None = N
     # Loaded first: a model that will not load ends the start before a database is made for it.
     embedder = embedder or await anyio.to_thread.run_sync(build_embedder, settings)
     answerer = GroundedAnswerer.from_settings(settings)
+    reranker = await anyio.to_thread.run_sync(Reranker.from_settings, settings)
     try:
         url = await resolve_database(settings, embedder.dimension)
         engine = await PostgresEngine.connect(
@@ -47,6 +49,7 @@ async def open_postgres_engine(settings: Settings, embedder: Embedder | None = N
             limits=settings.limits,
             owns_embedder=True,
             answerer=answerer,
+            reranker=reranker,
         )
     except BaseException:
         await embedder.aclose()  # a refused start leaves no connection to the endpoint behind
@@ -54,5 +57,6 @@ async def open_postgres_engine(settings: Settings, embedder: Embedder | None = N
             await answerer.aclose()
         raise
     answering = answerer.name if answerer is not None else answers.MODEL
-    logger.info("database: %s, embedder: %s, answers: %s", schema.redacted(url), embedder.name, answering)
+    ranking = f", re-ranking the first {reranker.depth} by {reranker.model.name}" if reranker is not None else ""
+    logger.info("database: %s, embedder: %s, answers: %s%s", schema.redacted(url), embedder.name, answering, ranking)
     return engine
