@@ -203,7 +203,7 @@ class Generator:
 
 def _prepare(wire: dict[str, Any]) -> CorpusItem:
     """Validate with the service's own models so ids, text and rows are exactly what it stores."""
-    item = ITEM_ADAPTER.validate_python(wire).validate()
+    item = ITEM_ADAPTER.validate_python(wire).checked()
     meta = item.meta.model_dump(mode="json", exclude_none=True)
     meta.setdefault("source", {"kind": "agent"})
     # The engine stores the validated meta; mirror Meta.validate's defaulting for the raw rows.

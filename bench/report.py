@@ -613,7 +613,7 @@ def write_report(results_dir: Path, markdown: Path, picture: Path) -> None:
         "answers timed moments apart. Raw-SQL figures include "
         "embedding the query in-process "
         "(it is part of the work any client must do); they run the engine's own statements "
-        "(`app/engine/postgres/statements.py`), "
+        "(planned in `app/engine/postgres/queries/`), "
         "with the engine's own filter SQL and exact-scan fallback. LangGraph runs with its defaults (HNSW m=16, "
         "ef_construction=64, `hnsw.ef_search` 40); it has no keyword search, so its column is vector only, and "
         "Engram's hybrid is compared against its vector search. A tag becomes LangGraph's filter "

@@ -7,10 +7,9 @@ import json
 import re
 from collections.abc import Iterator
 
+import asyncpg
 import numpy as np
 import pytest
-from sqlalchemy import text
-from sqlalchemy.ext.asyncio import create_async_engine
 
 from app.contract.errors import ConfigError
 from app.contract.items import ITEM_ADAPTER, StoredItem
@@ -55,12 +54,11 @@ async def _database_with(scratch: ScratchServer, items: list[StoredItem], embedd
 
 
 async def _query(url: str, sql: str) -> list[tuple[object, ...]]:
-    engine = create_async_engine(schema.async_url(url))
+    connection = await asyncpg.connect(schema.driver_url(url))
     try:
-        async with engine.connect() as connection:
-            return [tuple(row) for row in await connection.execute(text(sql))]
+        return [tuple(row) for row in await connection.fetch(sql)]
     finally:
-        await engine.dispose()
+        await connection.close()
 
 
 async def _vector_layout(url: str) -> tuple[object, object, object]:
@@ -182,13 +180,12 @@ async def test_a_failed_reembed_leaves_the_old_vectors_in_place(
     items = learnings(12)
     url = await _database_with(scratch, items, embedder)
     before = await _vector_layout(url)
-    database = create_async_engine(schema.async_url(url))
+    connection = await asyncpg.connect(schema.driver_url(url))
     try:
         with pytest.raises(RuntimeError, match="embedder broke"):
-            async with database.begin() as connection:
-                await _reembed(connection, _FailsOnSecondBatch(embedder_128), batch_size=5)
+            await _reembed(connection, _FailsOnSecondBatch(embedder_128), batch_size=5)
     finally:
-        await database.dispose()
+        await connection.close()
     assert await _vector_layout(url) == before
     engine = await PostgresEngine.connect(url, embedder)
     try:

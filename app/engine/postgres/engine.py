@@ -59,7 +59,6 @@ from app.engine.postgres.pool import Pools, execute, fetch, fetchval
 from app.engine.postgres.queries.facets import folds_facet, plan_explore
 from app.engine.postgres.queries.listing import plan_get, plan_list
 from app.engine.postgres.queries.statement import Statement
-from app.engine.reranking import Reranker
 from app.engine.postgres.queries.writes import (
     ItemRow,
     plan_forget_filter,
@@ -73,6 +72,7 @@ from app.engine.postgres.queries.writes import (
 from app.engine.postgres.ranking import Rankings
 from app.engine.postgres.rows import hit_of, item_row
 from app.engine.postgres.schema import driver_url, ensure_current
+from app.engine.reranking import Reranker
 
 # The first start claims the database for this embedder and makes the cursor secret.
 CLAIM_SETTINGS = (

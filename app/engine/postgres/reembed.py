@@ -12,7 +12,6 @@ service first anyway, since it still runs the old embedder.
 from __future__ import annotations
 
 import sys
-from typing import Any
 
 import asyncpg
 from tqdm import tqdm
@@ -106,15 +105,8 @@ async def _refuse_under_a_running_service(connection: asyncpg.Connection, embedd
         )
 
 
-async def _driver(connection: Any) -> asyncpg.Connection:
-    """``connection`` itself, or the asyncpg connection under a SQLAlchemy one (a caller that holds one)."""
-    raw = getattr(connection, "get_raw_connection", None)
-    return connection if raw is None else (await raw()).driver_connection
-
-
-async def _reembed(connection: Any, embedder: Embedder, batch_size: int) -> int:
+async def _reembed(connection: asyncpg.Connection, embedder: Embedder, batch_size: int) -> int:
     """Every item's vector made again, in one transaction (a savepoint inside the caller's)."""
-    connection = await _driver(connection)
     async with connection.transaction():
         return await _reembed_in(connection, embedder, batch_size)
 

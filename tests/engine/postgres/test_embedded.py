@@ -22,7 +22,9 @@ from app.engine.postgres.embedded import (
     shared_buffers_for,
     start_embedded,
 )
-from tests.live import ENGRAM, LiveServer, _engram_env, _wait_healthy, free_port, scratch
+from tests.support.live import LiveServer, serve_env, wait_healthy
+from tests.support.processes import ENGRAM, free_port
+from tests.support.scratch import scratch
 
 GB = 1024**3
 
@@ -78,12 +80,12 @@ def _serve(root: Path) -> LiveServer:
     port = free_port()
     process = subprocess.Popen(
         [ENGRAM, "serve", "--port", str(port)],
-        env=_engram_env(root / "data", {}),
+        env=serve_env(root / "data", {}),
         stdout=(root / "serve.log").open("ab"),
         stderr=subprocess.STDOUT,
     )
     server = LiveServer(f"http://127.0.0.1:{port}", process, root / "serve.log", None)
-    _wait_healthy(server)
+    wait_healthy(server)
     return server
 
 
@@ -104,6 +106,6 @@ def test_a_killed_service_does_not_keep_the_embedded_server_up_for_good() -> Non
                 time.sleep(0.2)
             assert not (pgdata / "postmaster.pid").exists(), "the last process stopped the server"
         finally:
-            from tests.live import _stop_postgres
+            from tests.support.live import stop_postgres
 
-            _stop_postgres(pgdata)
+            stop_postgres(pgdata)

@@ -54,7 +54,7 @@ async def test_keyword_paging_past_the_ranking_pool_is_one_order(pg_engine: Post
         cursor = page.next_cursor
         if cursor is None:
             break
-    matching = [i.validate().fingerprint() for n, i in enumerate(items) if n % 5 >= 1]
+    matching = [i.checked().fingerprint() for n, i in enumerate(items) if n % 5 >= 1]
     assert len(seen) == len(set(seen)) == len(matching)
     assert set(seen) == set(matching)
     assert scores == sorted(scores, reverse=True)
@@ -68,8 +68,8 @@ async def test_keyword_ranking_weighs_a_rare_word_above_common_ones(pg_engine: P
     crowded = learning("deploy notes for the service and deploy notes again")
     await stored_in_table_order(pg_engine, common, [rare, crowded])
     page = await pg_engine.fetch(FetchRequest(query="deploy notes service zeppelin", mode="keyword", limit=3))
-    assert page.hits[0].id == rare.validate().fingerprint()
-    assert page.hits[1].id == crowded.validate().fingerprint()
+    assert page.hits[0].id == rare.checked().fingerprint()
+    assert page.hits[1].id == crowded.checked().fingerprint()
 
 
 async def keyword_statement(
@@ -150,7 +150,7 @@ async def test_keyword_budget_scores_the_rare_words_matches_and_still_fills_the_
     common = [learning(f"garden soil report {n}") for n in range(300)]
     rare = [learning(f"garden quokka sighting {n}") for n in range(3)]
     await stored_in_table_order(pg_engine, common, rare)
-    rare_ids = {i.validate().fingerprint() for i in rare}
+    rare_ids = {i.checked().fingerprint() for i in rare}
     # A budget below the common word's frequency: only "quokka" matches are scored,
     # and the page is topped up from the other matches.
     bounded = await keyword_page(pg_engine, "garden quokka", limit=40, budget=10)
@@ -169,7 +169,7 @@ async def test_keyword_scores_the_matches_holding_a_second_word_first_when_they_
     both = [learning(f"quokka in the garden, visit {n}") for n in range(4)]
     common = [learning(f"garden soil report {n}") for n in range(300)]
     await stored_in_table_order(pg_engine, lone, both, common)
-    both_ids = {i.validate().fingerprint() for i in both}
+    both_ids = {i.checked().fingerprint() for i in both}
     unbounded = await keyword_page(pg_engine, "quokka garden", limit=10, budget=EVERY_MATCH)
     assert set(unbounded[:4]) == both_ids
     # Only "quokka" within the budget; 20 of its matches scored, the pool topped up from "garden".
@@ -186,7 +186,7 @@ async def test_keyword_scores_the_matches_holding_two_rare_words_before_those_ho
     two = [learning(f"quokka meets wombat {n}") for n in range(3)]
     common = [learning(f"garden soil report {n}") for n in range(300)]
     await stored_in_table_order(pg_engine, one, two, common)
-    two_ids = {i.validate().fingerprint() for i in two}
+    two_ids = {i.checked().fingerprint() for i in two}
     unbounded = await keyword_page(pg_engine, "quokka wombat garden", limit=10, budget=EVERY_MATCH)
     assert set(unbounded[:3]) == two_ids
     bounded = await keyword_page(pg_engine, "quokka wombat garden", limit=10, budget=60, scored=20)
@@ -218,9 +218,9 @@ async def test_keyword_terms_are_the_first_that_are_not_stop_words_on_every_page
         seen += [h.id for h in page.hits]
         if (cursor := page.next_cursor) is None:
             break
-    quokka, wombat = (learning(f"{w} sighting").validate().fingerprint() for w in ("quokka", "wombat"))
+    quokka, wombat = (learning(f"{w} sighting").checked().fingerprint() for w in ("quokka", "wombat"))
     assert seen[0] == quokka and wombat not in seen
-    assert sorted(seen[1:]) == sorted(i.validate().fingerprint() for i in gardens)
+    assert sorted(seen[1:]) == sorted(i.checked().fingerprint() for i in gardens)
 
 
 async def test_runs_the_parser_reads_as_one_token_are_searched_without_their_words(pg_engine: PostgresEngine) -> None:
@@ -268,7 +268,7 @@ async def test_keyword_top_up_takes_the_middle_words_before_the_commonest(pg_eng
     common = [learning(f"report line {n}", tags=["few"] if n < 100 else []) for n in range(800)]
     everything = rare + middle + common
     await stored_in_table_order(pg_engine, everything)
-    rare_ids = {i.validate().fingerprint() for i in rare}
+    rare_ids = {i.checked().fingerprint() for i in rare}
     query, unbounded = "quokka garden report", EVERY_MATCH
     # Only "quokka" within the budget, "garden" within the middle: the middle words' 400
     # matches fill the pool, and the page is the one scoring every match gives.
@@ -290,7 +290,7 @@ async def test_keyword_commonest_words_fill_only_what_the_pool_lacks_once_the_fi
     plain = [learning(f"report line {n}") for n in range(250)]
     repeated = [learning(f"report report report line {n}") for n in range(150)]
     await stored_in_table_order(pg_engine, rare, plain, repeated)
-    ids = [[i.validate().fingerprint() for i in group] for group in (rare, plain, repeated)]
+    ids = [[i.checked().fingerprint() for i in group] for group in (rare, plain, repeated)]
     query, pool = "quokka report", KEYWORD_POOL
     # "quokka" alone is within the budget: its 120 matches settle the first ranks (more than
     # KEYWORD_SETTLED), so "report", the commonest, only fills the pool's other 180, read in

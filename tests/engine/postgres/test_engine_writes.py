@@ -22,7 +22,7 @@ from tests.engine.postgres.support import WrappedEmbedder, count_rows, failing_i
 async def test_concurrent_identical_stores_make_one_row(pg_engine: PostgresEngine) -> None:
     item = learning("the same fact, told twenty times at once")
     receipts = await asyncio.gather(*(pg_engine.store(item) for _ in range(20)))
-    assert {r.id for r in receipts} == {item.validate().fingerprint()}
+    assert {r.id for r in receipts} == {item.checked().fingerprint()}
     assert sorted(r.replayed for r in receipts) == [False] + [True] * 19
     assert await count_rows(pg_engine) == (1, 1)
 
@@ -41,7 +41,7 @@ async def test_concurrent_overlapping_batches_make_one_row_each(pg_engine: Postg
 
 async def test_a_failed_store_many_write_leaves_nothing_half_written(pg_engine: PostgresEngine) -> None:
     batch = [learning(f"batch item {n}") for n in range(5)]
-    doomed = batch[3].validate().fingerprint()
+    doomed = batch[3].checked().fingerprint()
     async with failing_insert(pg_engine, "engram_vector_backlog", "item_id", doomed):
         with pytest.raises(EngineFailure) as caught:
             await pg_engine.store_many(batch)
@@ -106,7 +106,7 @@ async def test_an_insert_failure_after_the_batch_is_embedded_writes_nothing(
 ) -> None:
     """The batch is embedded before its items are inserted: an insert failing undoes all, vectors too."""
     batch = [learning(f"batch item {n}") for n in range(4)]
-    doomed = batch[2].validate().fingerprint()
+    doomed = batch[2].checked().fingerprint()
     slow = SlowOrFailingEmbedder(embedder, delay_s=0.3)
     failing = await PostgresEngine.connect(database_url, slow)
     try:

@@ -107,7 +107,7 @@ async def test_counts_follow_replays_and_forgets(pg_engine: PostgresEngine) -> N
     await store(pg_engine, items)
     await store(pg_engine, items[:150])  # replayed: nothing new to count
     await assert_counts_match_the_items(pg_engine)
-    ids = [i.validate().fingerprint() for i in items[:40]]
+    ids = [i.checked().fingerprint() for i in items[:40]]
     await pg_engine.forget(ForgetByIds(ids=ids))
     await pg_engine.forget(ForgetByFilter(filter=Filter(tags_any=["red"])))
     await assert_counts_match_the_items(pg_engine)
@@ -157,7 +157,7 @@ async def test_concurrent_writes_forgets_and_folds_keep_the_counts_exact(pg_engi
 
     async def forgetter() -> None:
         for n in range(10):
-            await pg_engine.forget(ForgetByIds(ids=[i.validate().fingerprint() for i in items[n * 30 : n * 30 + 10]]))
+            await pg_engine.forget(ForgetByIds(ids=[i.checked().fingerprint() for i in items[n * 30 : n * 30 + 10]]))
             await asyncio.sleep(0.01)
 
     # Overlapping batches: the same items written by two writers at once make one item each.

@@ -1,6 +1,6 @@
 """Migrations a deployment can trust, against a server reached by URL (issue 4).
 
-Each test takes a fresh database on a scratch server of its own (tests/deploy/scratch.py),
+Each test takes a fresh database on a scratch server of its own (tests/support/scratch.py),
 so the shared test schema is never touched.
 """
 
@@ -26,9 +26,10 @@ from app.engine.postgres.engine import PostgresEngine
 from app.engine.postgres.options import EngineOptions, HNSWOptions, IndexerOptions
 from app.main import create_app
 from app.settings import Settings
-from tests.deploy.scratch import SKETCHES_OFF, ScratchServer, free_port, learnings, run_engram, scratch_server
 from tests.engine.postgres.support import learning
 from tests.engine.postgres.test_facet_counts import assert_counts_match_the_items, varied_items
+from tests.support.processes import free_port
+from tests.support.scratch import SKETCHES_OFF, ScratchServer, learnings, run_engram, scratch_server
 
 # No background indexer: a backlog stays until a test indexes it.
 QUIET = EngineOptions(indexer=IndexerOptions(background=False))

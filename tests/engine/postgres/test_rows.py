@@ -31,7 +31,7 @@ OBSERVED = [
 def items() -> list[StoredItem]:
     """As store_many has them: validated."""
     given = [*varied_items(300, seed=11), *(ITEM_ADAPTER.validate_python(data) for data in OBSERVED)]
-    return [item.validate() for item in given]
+    return [item.checked() for item in given]
 
 
 def test_a_row_holds_the_items_json_meta_and_fingerprint() -> None:
@@ -68,7 +68,7 @@ def _stored(meta: dict[str, Any]) -> tuple[dict[str, Any], Meta, float | None]:
     """The meta JSON as the engine writes it, the validated meta it came from, and the confidence."""
     item = ITEM_ADAPTER.validate_python(
         {"type": "learning", "text": "a stored learning", "kind": "fact", "confidence": 0.7, "meta": meta}
-    ).validate()
+    ).checked()
     return item.meta.model_dump(mode="json", exclude_none=True), item.meta, item.confidence
 
 

@@ -104,12 +104,12 @@ def test_sketches_rank_a_filter_up_to_the_measured_bound() -> None:
 def test_the_sketches_are_read_under_the_keys_the_statistics_bound_and_say_when_that_is_the_whole_filter(
     request_filter: Filter, filed_under: list[str], lineage: str | None, complete: bool
 ) -> None:
-    keys = sketch_keys(request_filter.validate())
+    keys = sketch_keys(request_filter.checked())
     assert keys.predicate.params == {"k0": filed_under, **({"k1": lineage} if lineage else {})}
     assert keys.complete is complete
     assert keys.several is (len(filed_under) > 1)
     # Whenever the bound lets sketches rank a filter, they have a key to find its items by.
-    assert admitted_bound(request_filter.validate(), STATS) is not None
+    assert admitted_bound(request_filter.checked(), STATS) is not None
 
 
 @pytest.mark.parametrize(
@@ -117,6 +117,6 @@ def test_the_sketches_are_read_under_the_keys_the_statistics_bound_and_say_when_
     [Filter(), Filter(kinds=["document"]), subtree("team:a", inherit=True), subtree("root")],
 )
 def test_a_filter_without_a_bounded_key_is_never_ranked_by_sketches(request_filter: Filter) -> None:
-    assert admitted_bound(request_filter.validate(), STATS) is None
+    assert admitted_bound(request_filter.checked(), STATS) is None
     with pytest.raises(ValueError):
-        sketch_keys(request_filter.validate())
+        sketch_keys(request_filter.checked())

@@ -25,9 +25,9 @@ from app.engine.postgres.queries.statistics import TERM_STATISTICS, TermStatisti
 from app.engine.postgres.queries.vector import vector_sql
 from app.engine.postgres.selectivity import ranks_by_sketch
 from app.engine.postgres.vectors import query_vector
-from tests.deploy.scratch import SKETCHES_OFF
 from tests.engine.postgres.support import analyse, learning
 from tests.engine.postgres.test_indexer import quiet_engine
+from tests.support.scratch import SKETCHES_OFF
 
 TOPICS = ["harbour tides", "compiler passes", "sourdough starter", "orbital mechanics", "tax filing"]
 QUERY = "tides of the harbour"
@@ -148,7 +148,7 @@ async def test_the_indexer_writes_each_sketch_with_its_items_keys_and_a_forget_t
     await unindexed.finish_indexing()
     assert await scalar(unindexed, "SELECT count(DISTINCT item_id) FROM engram_sketch_postings") == 340
     assert await scalar(unindexed, SKETCHES_OFF) == 0
-    doomed = [learning(f"note {n} on {TOPICS[n % 5]}", tags=["common"]).validate().fingerprint() for n in range(10)]
+    doomed = [learning(f"note {n} on {TOPICS[n % 5]}", tags=["common"]).checked().fingerprint() for n in range(10)]
     report = await unindexed.forget(ForgetByIds(ids=doomed))
     assert report.forgotten == 10
     assert await scalar(unindexed, "SELECT count(DISTINCT item_id) FROM engram_sketch_postings") == 330
