@@ -68,8 +68,9 @@ class Settings(BaseSettings):
 
     # Re-ranking (docs/search-quality.md#re-ranking): `cross-encoder` reads the question beside each of
     # hybrid's first rerank_depth hits and re-orders them (recall included); `none` leaves the fused order.
+    # The depth that found most on the dev split: docs/tuning.md#re-ranking-depth.
     reranker: Literal["none", "cross-encoder"] = "none"
-    rerank_depth: int = Field(default=30, ge=2, le=100)
+    rerank_depth: int = Field(default=20, ge=2, le=100)
 
     # Recall answers by a language model (docs/answers-llm.md); off while the URL is unset (extractive only).
     # The API base of an OpenAI-compatible chat server, e.g. http://localhost:11434/v1 (Ollama).
