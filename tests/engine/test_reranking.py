@@ -10,6 +10,7 @@ from app.contract.items import ITEM_ADAPTER, StoredItem
 from app.contract.requests import FetchRequest, Hit, RecallRequest
 from app.embeddings.protocol import Embedder
 from app.engine.postgres.engine import PostgresEngine
+from app.engine.postgres.options import EngineOptions, PoolOptions
 from app.engine.reranking import CrossEncoder, Reranker
 from app.settings import Settings
 
@@ -72,7 +73,8 @@ async def reranking_engine(
     pg_engine: PostgresEngine, database_url: str, embedder: Embedder, cross_encoder: CrossEncoder
 ) -> AsyncIterator[PostgresEngine]:
     """A second engine on the test's clean database, re-ranking hybrid's first 8 hits."""
-    engine = await PostgresEngine.connect(database_url, embedder, pool_size=4, reranker=Reranker(cross_encoder, 8))
+    options = EngineOptions(pool=PoolOptions(size=4))
+    engine = await PostgresEngine.connect(database_url, embedder, options=options, reranker=Reranker(cross_encoder, 8))
     yield engine
     await engine.close()
 
