@@ -3,7 +3,7 @@
 The client is aiohttp, not httpx: the client's own Python is inside every figure and the
 HTTP floor, and on these 2 shared cores httpx's (httpcore, anyio) was most of what the
 bench put between Engram and its raw SQL. Measured against a live service at 100k,
-interleaved, 400 keyword fetches each (bench/analysis.md, ninth session): GET /v1/engine
+interleaved, 400 keyword fetches each (bench/analysis.md, 2026-12-01): GET /v1/engine
 p50 3.4 ms with httpx, 1.2 with aiohttp, 0.9 with a bare socket; keyword p50 22.3 / 19.5 /
 18.1 ms. Bodies go out and come back through orjson, as a client that cares would send them.
 """

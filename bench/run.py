@@ -82,7 +82,7 @@ class Ingesting:
 
     ``share`` picks the batches this system writes (of all, in corpus order): all, or every other one.
     Engram and its raw-SQL floor write alternate batches into one database: one HNSW graph grows
-    to N instead of two (HNSW upkeep is most of a run: at 100k the sixth session's three ingests
+    to N instead of two (HNSW upkeep is most of a run: at 100k three ingests (2026-12-01)
     took 1,247 s of 1,534), each is timed on the same growing index, and every read floor then runs
     on the very rows, graph and statistics the service reads. In raw's turns the service's idle
     indexer finds the queue too (its 1 s poll) and helps: if anything, the floor is flattered.
@@ -95,7 +95,7 @@ class Ingesting:
 
 
 # The corpus is ingested in this many rounds, each system taking its turn in each round (the first
-# system rotating): a VM whose pace changes for minutes at a time (the fifth session saw every figure
+# system rotating): a VM whose pace changes for minutes at a time (on 2026-12-01 every figure
 # ~1.5x slower from one moment on) then slows all three alike, not whichever ran during the slow spell.
 ROUNDS = 10
 
@@ -666,7 +666,7 @@ async def growth_cases(small: Stand, large: Stand, seed: int) -> dict[str, Any]:
 
     Each size's own run measured it minutes apart from the other, and the shared machine's pace
     drifts by more than the target's margin over minutes: between the two runs of one bench
-    (twentieth session) raw vector/none went 1.36 -> 4.77 ms in one and 3.43 -> 5.31 in another.
+    (2026-12-03) raw vector/none went 1.36 -> 4.77 ms in one and 3.43 -> 5.31 in another.
     """
     queries = small.queries
     if queries != large.queries:

@@ -55,7 +55,7 @@ def turn_order(names: Sequence[str], i: int) -> list[str]:
     Whoever asks a question right after another finds what that answer read still in the CPU's
     caches (the same pages, for a system on the same data), or evicted (after a search that reads
     a lot): on a kept 100k store the same vector search took 2.2 ms asked first and 1.6 ms asked
-    second (through HTTP 2.8 and 2.1; keyword the same; eighteenth session). A plain rotation of four
+    second (through HTTP 2.8 and 2.1; keyword the same; 2026-12-03). A plain rotation of four
     systems put raw SQL right after Engram's same search in three turns of four and never before
     it, and Engram right after LangGraph's widest search where raw SQL never was.
     """
@@ -85,7 +85,7 @@ async def measure_paired(
 
     A ratio between two systems is then made of pairs run within milliseconds of each other: this
     VM's pace drifts by minutes, and a case of 200 queries timed after another's can land in another
-    pace (fourteenth session, 10k, one database: the same 200 raw vector searches p50 4.0 to 6.5 ms
+    pace (2026-12-02, 10k, one database: the same 200 raw vector searches p50 4.0 to 6.5 ms
     from one case to the next, the service's ratio to raw + floor 1.10 to 1.75x that way; paired,
     1.21 to 1.35x). ``after[name]``, when given, runs after each of that system's timed calls,
     outside its time. The order of each turn is ``turn_order``'s.

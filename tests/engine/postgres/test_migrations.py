@@ -1,4 +1,4 @@
-"""Migrations a deployment can trust, against a server reached by URL (issue 4).
+"""Migrations a deployment can trust, against a server reached by URL.
 
 Each test takes a fresh database on a scratch server of its own (tests/support/scratch.py),
 so the shared test schema is never touched.
