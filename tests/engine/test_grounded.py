@@ -39,7 +39,7 @@ from app.engine.postgres.engine import PostgresEngine
 from app.engine.postgres.service import open_postgres_engine
 from app.main import create_app
 from app.settings import Settings
-from tests.conftest import truncate
+from tests.support.engines import truncate
 from tests.support.processes import free_port, started
 from tests.support.proxy import Fault, FaultProxy
 

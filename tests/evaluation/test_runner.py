@@ -10,7 +10,7 @@ import pytest
 from app.evaluation import report
 from app.evaluation.labelled import LabelledItem, LabelledSet, Question, read_jsonl
 from app.evaluation.runner import EvaluationError, evaluate, subtree
-from tests.conftest import ClientFactory
+from tests.support.engines import ClientFactory
 
 TINY = Path(__file__).parent / "tiny.jsonl"
 

@@ -8,7 +8,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.conftest import ClientFactory
+from tests.support.engines import ClientFactory
 
 LEARNING = {
     "type": "learning",

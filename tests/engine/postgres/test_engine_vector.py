@@ -11,8 +11,8 @@ from app.engine.postgres.filters import filter_predicate
 from app.engine.postgres.options import EngineOptions, HNSWOptions
 from app.engine.postgres.queries.statement import Statement
 from app.engine.postgres.queries.vector import search_breadth, vector_sql
-from tests.conftest import truncate
 from tests.engine.postgres.support import ONE_CONNECTION, learning
+from tests.support.engines import truncate
 
 
 async def test_selective_filter_in_vector_mode_still_fills_the_page(

@@ -15,8 +15,8 @@ from app.contract.items import ITEM_ADAPTER, StoredItem
 from app.contract.requests import FetchRequest
 from app.engine.postgres.engine import PostgresEngine
 from app.engine.postgres.queries.statement import Statement
-from tests.conftest import truncate
 from tests.engine.postgres.support import WrappedEmbedder, count_rows, failing_insert, learning
+from tests.support.engines import truncate
 
 
 async def test_concurrent_identical_stores_make_one_row(pg_engine: PostgresEngine) -> None:

@@ -19,8 +19,8 @@ from app.contract.requests import ExplorePage, ExploreRequest, ForgetByFilter, F
 from app.engine.postgres.engine import PostgresEngine
 from app.engine.postgres.facets import FacetFolder
 from app.engine.postgres.queries.facets import FOLD_AFTER_ROWS
-from tests.conftest import truncate
 from tests.engine.postgres.support import learning
+from tests.support.engines import truncate
 
 FACETS = [
     "kind", "source", "source_id", "workspace", "folder", "file_path", "language",

@@ -20,8 +20,8 @@ from app.contract.requests import FetchRequest, ForgetByIds
 from app.engine.postgres.engine import PostgresEngine
 from app.engine.postgres.indexer import Share, VectorIndexer, index_backlog
 from app.engine.postgres.options import EngineOptions, HNSWOptions, IndexerOptions
-from tests.conftest import truncate
 from tests.engine.postgres.support import count_rows, failing_insert, learning
+from tests.support.engines import truncate
 
 
 async def quiet_engine(database_url: str, embedder: Any, backlog_limit: int) -> AsyncIterator[PostgresEngine]:

@@ -15,8 +15,8 @@ from app.engine.postgres.options import EngineOptions
 from app.engine.postgres.queries.backlog import INDEXER_LOCK_ORDER
 from app.engine.postgres.queries.statement import Statement
 from app.engine.postgres.schema import driver_url
-from tests.conftest import truncate
 from tests.engine.postgres.support import ONE_CONNECTION, learning
+from tests.support.engines import truncate
 
 
 async def test_rankings_without_a_filter_reuse_one_plan_and_filtered_ones_are_planned_for_their_values(
