@@ -14,10 +14,14 @@ import os
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
 import anyio.to_thread
 import numpy as np
+
+if TYPE_CHECKING:
+    from fastembed import TextEmbedding
 
 from app.contract.errors import ConfigError
 from app.embeddings.prefixes import prefixes_for
@@ -137,6 +141,16 @@ class OnnxEmbedder:
             )
             self._name, dimension = bundled.name, bundled.dimension
             self._run_size = 1 if bundled.runs_alone else SUB_BATCH
+            self._query_model = _sleeping_between_runs(
+                TextEmbedding(
+                    _registered(bundled),
+                    specific_model_path=str(packaged(bundled.tokenizer_package, bundled.tokenizer)),
+                    threads=threads,
+                    local_files_only=True,
+                ),
+                bundled_weights(bundled.name),
+                threads,
+            )
         else:
             try:
                 self._model = TextEmbedding(model, cache_dir=str(cache_dir) if cache_dir else None, threads=threads)
@@ -144,6 +158,7 @@ class OnnxEmbedder:
                 raise ConfigError(f"fastembed cannot load {model!r}: {error}") from None
             self._name, dimension = f"fastembed:{model}", int(self._model.embedding_size)
             self._run_size = SUB_BATCH
+            self._query_model = self._model
         self._dimension = dimension
         default_query, default_document = prefixes_for(model)
         self._query_prefix = default_query if query_prefix is None else query_prefix
@@ -159,7 +174,7 @@ class OnnxEmbedder:
     def dimension(self) -> int:
         return self._dimension
 
-    def encode(self, texts: list[str], prefix: str = "") -> np.ndarray:
+    def encode(self, texts: list[str], prefix: str = "", *, queries: bool = False) -> np.ndarray:
         """The texts' unit vectors, in their order.
 
         fastembed pads every text of a model run to the longest of that run, and the model's cost
@@ -174,23 +189,44 @@ class OnnxEmbedder:
         prefixed = [prefix + text for text in texts] if prefix else texts
         order = sorted(range(len(prefixed)), key=lambda position: len(prefixed[position]))
         shortest_first = [prefixed[position] for position in order]
-        vectors = np.stack(list(self._model.embed(shortest_first, batch_size=self._run_size)))
+        model = self._query_model if queries else self._model
+        vectors = np.stack(list(model.embed(shortest_first, batch_size=self._run_size)))
         restored = np.empty((len(prefixed), vectors.shape[1]), dtype=np.float32)
         restored[order] = vectors
         return restored
 
-    async def _run(self, texts: list[str], prefix: str) -> np.ndarray:
+    async def _run(self, texts: list[str], prefix: str, *, queries: bool) -> np.ndarray:
         async with self._turn:
-            return await anyio.to_thread.run_sync(self.encode, texts, prefix)
+            return await anyio.to_thread.run_sync(lambda: self.encode(texts, prefix, queries=queries))
 
     async def embed(self, texts: list[str]) -> np.ndarray:
-        return await self._run(texts, self._document_prefix)
+        return await self._run(texts, self._document_prefix, queries=False)
 
     async def embed_queries(self, texts: list[str]) -> np.ndarray:
-        return await self._run(texts, self._query_prefix)
+        return await self._run(texts, self._query_prefix, queries=True)
 
     async def aclose(self) -> None:
         """Nothing to release: the model lives in this process until it ends."""
+
+
+def _sleeping_between_runs(model: TextEmbedding, weights: Path, threads: int) -> TextEmbedding:
+    """``model`` on a session whose threads sleep between runs instead of spinning.
+
+    onnxruntime's threads spin for a while after each run, holding the cores; after a query is
+    encoded that is when PostgreSQL searches for it, and the search ran slower for it. Stored texts
+    come in long series, where spinning saves every run its wake-up, so only queries get this
+    session (docs/tuning.md#query-encoding).
+    """
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.intra_op_num_threads = options.inter_op_num_threads = threads
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    options.add_session_config_entry("session.inter_op.allow_spinning", "0")
+    # fastembed builds its session with no way to pass these; its runner is kept, the session swapped.
+    model.model.model = ort.InferenceSession(str(weights), sess_options=options, providers=["CPUExecutionProvider"])
+    return model
 
 
 def _registered(bundled: Bundled) -> str:

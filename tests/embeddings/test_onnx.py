@@ -77,3 +77,15 @@ def test_retrieval_models_get_their_instruction_prefixes() -> None:
     assert prefixes_for("BAAI/bge-small-en-v1.5")[0].startswith("Represent this sentence")
     assert prefixes_for("intfloat/multilingual-e5-small") == ("query: ", "passage: ")
     assert prefixes_for("sentence-transformers/all-MiniLM-L6-v2") == ("", "")
+
+
+async def test_queries_run_on_a_session_whose_threads_sleep_and_get_the_same_vectors(minilm: OnnxEmbedder) -> None:
+    """Spinning threads after a query's run held the cores PostgreSQL searched on; a query's vector is
+    the one the stored-text session would make for the same prefixed text."""
+    question = "Where does the user live now?"
+    (from_query_session,) = await minilm.embed_queries([question])
+    (from_document_session,) = minilm.encode([question], minilm._query_prefix)
+    assert np.abs(from_query_session - from_document_session).max() < 1e-5
+    options = minilm._query_model.model.model.get_session_options()
+    assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
+    assert minilm._model.model.model is not minilm._query_model.model.model
