@@ -1,4 +1,4 @@
-"""Baseline (b): LangGraph's PostgresStore with its pgvector index, the service's encoder and dimension.
+"""The LangGraph baseline: its PostgresStore with its pgvector index, the service's encoder and dimension.
 
 The encoder is an instance of its own (built as the service builds it): its memory of recent vectors
 never holds a text another system embedded.

@@ -1,4 +1,4 @@
-"""Baseline (a): the engine's own statements sent straight to PostgreSQL with asyncpg.
+"""The raw-SQL baseline: the engine's own statements sent straight to PostgreSQL with asyncpg.
 
 The statements are the engine's, planned by its own query modules
 (``app/engine/postgres/queries``) and chosen by its own rankings
