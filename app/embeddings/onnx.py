@@ -132,25 +132,18 @@ class OnnxEmbedder:
         threads = threads or os.cpu_count() or 1
         if model in BUNDLED:
             bundled = BUNDLED[model]
-            # fastembed joins the model file to the tokenizer's folder; an absolute path stays itself.
-            self._model = TextEmbedding(
-                _registered(bundled),
-                specific_model_path=str(packaged(bundled.tokenizer_package, bundled.tokenizer)),
-                threads=threads,
-                local_files_only=True,
-            )
+            weights = bundled_weights(bundled.name)  # verified once, for both sessions
+            registered = _registered(bundled, weights)
+            tokenizer = str(packaged(bundled.tokenizer_package, bundled.tokenizer))
+
+            def loaded() -> TextEmbedding:
+                # fastembed joins the model file to the tokenizer's folder; an absolute path stays itself.
+                return TextEmbedding(registered, specific_model_path=tokenizer, threads=threads, local_files_only=True)
+
+            self._model = loaded()
+            self._query_model = _sleeping_between_runs(loaded(), weights, threads)
             self._name, dimension = bundled.name, bundled.dimension
             self._run_size = 1 if bundled.runs_alone else SUB_BATCH
-            self._query_model = _sleeping_between_runs(
-                TextEmbedding(
-                    _registered(bundled),
-                    specific_model_path=str(packaged(bundled.tokenizer_package, bundled.tokenizer)),
-                    threads=threads,
-                    local_files_only=True,
-                ),
-                bundled_weights(bundled.name),
-                threads,
-            )
         else:
             try:
                 self._model = TextEmbedding(model, cache_dir=str(cache_dir) if cache_dir else None, threads=threads)
@@ -229,7 +222,7 @@ def _sleeping_between_runs(model: TextEmbedding, weights: Path, threads: int) ->
     return model
 
 
-def _registered(bundled: Bundled) -> str:
+def _registered(bundled: Bundled, weights: Path) -> str:
     """The name fastembed knows ``bundled`` by, described to it (pooling, normalised) on first use."""
     from fastembed import TextEmbedding
     from fastembed.common.model_description import ModelSource, PoolingType
@@ -242,7 +235,7 @@ def _registered(bundled: Bundled) -> str:
             normalization=True,
             sources=ModelSource(hf=bundled.source),
             dim=bundled.dimension,
-            model_file=str(bundled_weights(bundled.name)),
+            model_file=str(weights),
             license=bundled.license,
         )
     return name
