@@ -1,4 +1,4 @@
-"""The ``engram`` command: serve, migrate, openapi, reembed, eval."""
+"""The ``engram`` command: serve, migrate, openapi, reembed, eval, conformance."""
 
 from __future__ import annotations
 
@@ -230,6 +230,14 @@ def _eval(args: argparse.Namespace, settings: Settings) -> int:
     return 1 if failures else 0
 
 
+def _conformance(args: argparse.Namespace, settings: Settings) -> int:
+    from app.conformance.runner import conform, print_json, print_lines
+
+    outcomes = asyncio.run(conform(args.url, args.key or os.environ.get("ENGRAM_CONFORMANCE_KEY"), args.families or ()))
+    (print_json if args.json else print_lines)(outcomes, sys.stdout)
+    return 0 if outcomes and all(o.passed for o in outcomes) else 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The command line; the Dockerfile's CMD is checked against it."""
     parser = argparse.ArgumentParser(prog="engram", description="A self-hosted memory service for AI agents.")
@@ -291,6 +299,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     switch("--quiet", "no progress bars")
     evaluation.set_defaults(run=_eval)
+    conformance = commands.add_parser(
+        "conformance",
+        help="check a running memory service against the contract, over HTTP",
+        description="Run the black-box conformance suite against the service at URL: one line per check, "
+        "a summary line, exit 1 on any failure. It writes only in a namespace of its own and forgets it "
+        "after (docs/conformance.md).",
+    )
+    conformance.add_argument("url", help="the service's base URL, such as http://127.0.0.1:8080")
+    conformance.add_argument("--key", metavar="K", help="an API key (or ENGRAM_CONFORMANCE_KEY)")
+    conformance.add_argument("--families", type=_names, metavar="F,F", help="only these check families")
+    conformance.add_argument("--json", action="store_true", help="print one JSON document")
+    conformance.set_defaults(run=_conformance)
     return parser
 
 

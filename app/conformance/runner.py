@@ -1,0 +1,81 @@
+"""Run the registered checks against a service and report each one."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
+from typing import TextIO
+
+import httpx
+
+from app.conformance.kit import CHECKS, Check, Failed, Probe, new_run_namespace
+
+CHECK_TIMEOUT_S = 60.0
+
+
+@dataclass(frozen=True)
+class Outcome:
+    family: str
+    name: str
+    passed: bool
+    reason: str
+    seconds: float
+
+
+def selected(families: Sequence[str] = ()) -> list[Check]:
+    """Every registered check, or those of the named families."""
+    import app.conformance.checks  # noqa: F401  (registers them)
+
+    return [c for c in CHECKS if not families or c.family in families]
+
+
+async def run_checks(client: httpx.AsyncClient, checks: Iterable[Check]) -> list[Outcome]:
+    """Each check in a namespace of its own below the run's; everything it stored is forgotten after."""
+    run_namespace = new_run_namespace()
+    outcomes = []
+    for found in checks:
+        probe = Probe(client, f"{run_namespace}/ws:{found.slug}")
+        started = time.perf_counter()
+        try:
+            await found.run(probe)
+            passed, reason = True, ""
+        except Failed as failure:
+            passed, reason = False, str(failure)
+        except httpx.HTTPError as error:
+            passed, reason = False, f"the service did not answer: {type(error).__name__}: {error}"
+        finally:
+            with contextlib.suppress(httpx.HTTPError):
+                await probe.forget_everything()
+        outcomes.append(Outcome(found.family, found.name, passed, reason, time.perf_counter() - started))
+    return outcomes
+
+
+def print_lines(outcomes: Sequence[Outcome], out: TextIO) -> None:
+    """One line per check, then ``N passed, N failed``."""
+    for outcome in outcomes:
+        mark = "pass" if outcome.passed else "FAIL"
+        line = f"{mark}  {outcome.family}/{outcome.name}"
+        print(line + (f": {outcome.reason}" if outcome.reason else ""), file=out)
+    print(summary(outcomes), file=out)
+
+
+def print_json(outcomes: Sequence[Outcome], out: TextIO) -> None:
+    passed = sum(o.passed for o in outcomes)
+    document = {"passed": passed, "failed": len(outcomes) - passed, "checks": [asdict(o) for o in outcomes]}
+    json.dump(document, out, indent=2)
+    print(file=out)
+
+
+def summary(outcomes: Sequence[Outcome]) -> str:
+    passed = sum(o.passed for o in outcomes)
+    return f"{passed} passed, {len(outcomes) - passed} failed"
+
+
+async def conform(url: str, key: str | None = None, families: Sequence[str] = ()) -> list[Outcome]:
+    """Run the checks against the service at ``url``."""
+    headers = {"authorization": f"Bearer {key}"} if key else {}
+    async with httpx.AsyncClient(base_url=url, headers=headers, timeout=CHECK_TIMEOUT_S) as client:
+        return await run_checks(client, selected(families))
