@@ -1,0 +1,204 @@
+"""The filters checks pass against a faithful service and catch each filter that leaks or drops an item."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from app.contract.meta import Filter, Meta
+from app.contract.namespaces import Namespace
+from app.embeddings.wordllama import WordLlamaEmbedder
+from app.engine.reference import ReferenceEngine
+from tests.conformance.faults import Fault, admitting, failing_checks
+from tests.conformance.support import failed, outcomes_against
+
+
+def without(rule: Filter, **unset: Any) -> Filter:
+    """``rule`` with some of its constraints dropped."""
+    return rule.model_copy(update=unset)
+
+
+def reach_flags(rule: Filter, **flags: bool) -> Filter:
+    return rule if rule.reach is None else rule.model_copy(update={"reach": rule.reach.model_copy(update=flags)})
+
+
+def descendants_by_text(rule: Filter, kind: str, meta: Meta) -> bool:
+    """Subtrees found by string prefix: ``agent:a`` takes in its sibling ``agent:ab``."""
+    if rule.reach is None or not rule.reach.descendants:
+        return rule.matches(kind, meta)
+    below = meta.namespace_node.path.startswith(rule.reach.node.path)
+    return rule.matches(kind, meta) or (below and without(rule, reach=None).matches(kind, meta))
+
+
+def folder_by_text(rule: Filter, kind: str, meta: Meta) -> bool:
+    """A folder prefix with no ``/`` boundary: ``/a/b`` takes in ``/a/bc``."""
+    if rule.folder is None:
+        return rule.matches(kind, meta)
+    return without(rule, folder=None).matches(kind, meta) and (meta.folder or "\0").startswith(rule.folder)
+
+
+def trailing_slash_kept(rule: Filter, kind: str, meta: Meta) -> bool:
+    if rule.file_path is None or not rule.file_path.endswith("/"):
+        return rule.matches(kind, meta)
+    path = meta.file_path
+    return without(rule, file_path=None).matches(kind, meta) and path is not None and path.startswith(rule.file_path)
+
+
+def exact_ignoring_case(rule: Filter, kind: str, meta: Meta) -> bool:
+    if rule.repo is None:
+        return rule.matches(kind, meta)
+    return without(rule, repo=None).matches(kind, meta) and (meta.repo or "").lower() == rule.repo.lower()
+
+
+def thread_by_prefix(rule: Filter, kind: str, meta: Meta) -> bool:
+    if rule.thread_id is None:
+        return rule.matches(kind, meta)
+    return without(rule, thread_id=None).matches(kind, meta) and (meta.thread_id or "\0").startswith(rule.thread_id)
+
+
+def turns_overlapping(rule: Filter, kind: str, meta: Meta) -> bool:
+    if rule.turns is None:
+        return rule.matches(kind, meta)
+    turns = meta.turns
+    overlaps = turns is not None and turns.first <= rule.turns.last and rule.turns.first <= turns.last
+    return without(rule, turns=None).matches(kind, meta) and overlaps
+
+
+def tool_by_prefix(rule: Filter, kind: str, meta: Meta) -> bool:
+    if rule.tool_call is None:
+        return rule.matches(kind, meta)
+    name = meta.tool_call.name if meta.tool_call else "\0"
+    return without(rule, tool_call=None).matches(kind, meta) and name.startswith(rule.tool_call)
+
+
+def tags_all(rule: Filter, kind: str, meta: Meta) -> bool:
+    return without(rule, tags_any=[]).matches(kind, meta) and set(rule.tags_any) <= set(meta.tags or ())
+
+
+def empty_tags_match_nothing(rule: Filter, kind: str, meta: Meta) -> bool:
+    return rule.matches(kind, meta) and ("tags_any" not in rule.model_fields_set or bool(rule.tags_any))
+
+
+def after_exclusive(rule: Filter, kind: str, meta: Meta) -> bool:
+    after = rule.observed_after
+    return rule.matches(kind, meta) and (after is None or meta.observed_at != after)
+
+
+def unobserved_before_anything(rule: Filter, kind: str, meta: Meta) -> bool:
+    if rule.observed_before is not None and meta.observed_at is None:
+        return without(rule, observed_before=None).matches(kind, meta)
+    return rule.matches(kind, meta)
+
+
+def root_reach_sees_all(rule: Filter, kind: str, meta: Meta) -> bool:
+    """A reach at the root read as no reach at all."""
+    if rule.reach is not None and rule.reach.node == Namespace():
+        return without(rule, reach=None).matches(kind, meta)
+    return rule.matches(kind, meta)
+
+
+def sources_default_missing(rule: Filter, kind: str, meta: Meta) -> bool:
+    """An item stored without a source counted as having none."""
+    explicit = meta.source is not None and meta.source.kind != "agent"
+    return rule.matches(kind, meta) and (not rule.sources or explicit)
+
+
+class VectorFetchIgnoresFolder(ReferenceEngine):
+    async def _rank(self, query: str, mode: str, request_filter: Filter) -> Any:
+        if mode == "vector":
+            request_filter = without(request_filter, folder=None)
+        return await super()._rank(query, mode, request_filter)
+
+
+class ExploreIgnoresTags(ReferenceEngine):
+    async def explore(self, request: Any) -> Any:
+        return await super().explore(request.model_copy(update={"filter": without(request.filter, tags_any=[])}))
+
+
+class ForgetIgnoresLanguage(ReferenceEngine):
+    async def forget(self, target: Any) -> Any:
+        if hasattr(target, "filter"):
+            target = target.model_copy(update={"filter": without(target.filter, language=None)})
+        return await super().forget(target)
+
+
+class ReversedTurnsRead(ReferenceEngine):
+    """A reversed turns range read as matching nothing instead of refused."""
+
+    async def list(self, request: Any) -> Any:
+        turns = request.filter.turns
+        if turns is not None and turns.first > turns.last:
+            request = request.model_copy(
+                update={"filter": without(request.filter, turns=None, tags_any=["no-such-tag"])}
+            )
+        return await super().list(request)
+
+
+FAULTS = [
+    Fault(
+        "descendants ignored",
+        admitting(lambda f, k, m: reach_flags(f, descendants=False).matches(k, m)),
+        "reach_with_descendants_sees_the_subtree",
+    ),
+    Fault(
+        "inherit ignored",
+        admitting(lambda f, k, m: reach_flags(f, inherit=False).matches(k, m)),
+        "reach_sees_itself_and_with_inherit_its_ancestors",
+    ),
+    Fault("a subtree found by text prefix", admitting(descendants_by_text), "reach_never_admits_a_sibling"),
+    Fault(
+        "a root reach sees everything", admitting(root_reach_sees_all), "reach_defaults_to_inherit_without_descendants"
+    ),
+    Fault(
+        "language ignored",
+        admitting(lambda f, k, m: without(f, language=None).matches(k, m)),
+        "exact_fields_match_only_their_value",
+    ),
+    Fault(
+        "source_id ignored",
+        admitting(lambda f, k, m: without(f, source_id=None).matches(k, m)),
+        "exact_fields_match_only_their_value",
+    ),
+    Fault("repo compared ignoring case", admitting(exact_ignoring_case), "exact_fields_match_only_their_value"),
+    Fault("thread_id by prefix", admitting(thread_by_prefix), "exact_fields_match_only_their_value"),
+    Fault(
+        "folder prefix without a boundary", admitting(folder_by_text), "folder_and_file_path_match_on_a_slash_boundary"
+    ),
+    Fault("a trailing slash kept", admitting(trailing_slash_kept), "folder_and_file_path_match_on_a_slash_boundary"),
+    Fault(
+        "fetch ignores folder in vector mode",
+        VectorFetchIgnoresFolder,
+        "folder_and_file_path_match_on_a_slash_boundary",
+    ),
+    Fault("turns by overlap", admitting(turns_overlapping), "turns_match_the_exact_range"),
+    Fault("a reversed turns range listed", ReversedTurnsRead, "a_reversed_turns_range_is_refused"),
+    Fault("tool_call by prefix", admitting(tool_by_prefix), "tool_call_matches_the_tool_name"),
+    Fault(
+        "kinds ignored",
+        admitting(lambda f, k, m: without(f, kinds=[]).matches(k, m)),
+        "kinds_and_sources_admit_the_listed_kinds",
+    ),
+    Fault("no default source", admitting(sources_default_missing), "kinds_and_sources_admit_the_listed_kinds"),
+    Fault("tags_any needs every tag", admitting(tags_all), "tags_any_needs_one_shared_tag"),
+    Fault("an empty tags_any matches nothing", admitting(empty_tags_match_nothing), "tags_any_needs_one_shared_tag"),
+    Fault("explore ignores tags_any", ExploreIgnoresTags, "tags_any_needs_one_shared_tag"),
+    Fault("observed_after exclusive", admitting(after_exclusive), "observed_after_is_inclusive_and_before_exclusive"),
+    Fault(
+        "unobserved items before any instant",
+        admitting(unobserved_before_anything),
+        "observed_after_is_inclusive_and_before_exclusive",
+    ),
+    Fault(
+        "forget by filter ignores language", ForgetIgnoresLanguage, "forget_by_filter_removes_exactly_what_it_admits"
+    ),
+]
+
+
+async def test_a_faithful_service_passes(embedder: WordLlamaEmbedder) -> None:
+    assert failed(await outcomes_against(ReferenceEngine(embedder), ["filters"])) == []
+
+
+@pytest.mark.parametrize("fault", FAULTS, ids=str)
+async def test_each_fault_is_caught(fault: Fault, embedder: WordLlamaEmbedder) -> None:
+    assert fault.caught_by in await failing_checks(fault.build(embedder), "filters")
