@@ -28,24 +28,30 @@ def ids_of(hits: Iterable[dict[str, Any]]) -> list[str]:
 
 async def listed(probe: Probe, filter: dict[str, Any], page: int = 1000) -> list[str]:
     """The ids ``list`` admits under ``filter``, in the order listed, following cursors."""
-    return await _paged(probe, "/v1/list", "items", {"filter": filter, "limit": page})
+    return _flat(await pages(probe, "/v1/list", {"filter": filter, "limit": page}))
 
 
 async def fetched(probe: Probe, query: str, mode: str, filter: dict[str, Any], page: int = 1000) -> list[str]:
     """The ids of every hit ``fetch`` returns, page after page, until a page without a cursor."""
-    return await _paged(probe, "/v1/fetch", "hits", {"query": query, "mode": mode, "filter": filter, "limit": page})
+    return _flat(await pages(probe, "/v1/fetch", {"query": query, "mode": mode, "filter": filter, "limit": page}))
 
 
-async def _paged(probe: Probe, path: str, key: str, body: dict[str, Any]) -> list[str]:
-    """Every page's ids; a read still paging after MAX_PAGES pages does not end (a cursor that restarts)."""
-    ids: list[str] = []
+async def pages(probe: Probe, path: str, body: dict[str, Any]) -> list[list[str]]:
+    """Each page's ids (``list`` or ``fetch``), following cursors; a read still paging after MAX_PAGES
+    pages does not end (a cursor that restarts)."""
+    key = "items" if path == "/v1/list" else "hits"
+    read: list[list[str]] = []
     for _ in range(MAX_PAGES):
         answer = await probe.call(path, body)
-        ids += ids_of(answer[key])
+        read.append(ids_of(answer[key]))
         if "next_cursor" not in answer:
-            return ids
+            return read
         body = {**body, "cursor": answer["next_cursor"]}
     raise Failed(f"{path} was still paging after {MAX_PAGES} pages of {body['limit']}: its cursors never end")
+
+
+def _flat(read: list[list[str]]) -> list[str]:
+    return [item_id for page in read for item_id in page]
 
 
 async def explored_total(probe: Probe, filter: dict[str, Any]) -> int:

@@ -1,0 +1,126 @@
+"""The cursors checks pass against a faithful service and catch cursors that restart, drift or lie."""
+
+from __future__ import annotations
+
+import json
+import secrets
+from typing import Any
+
+import pytest
+
+from app.contract.errors import InvalidRequest
+from app.contract.requests import FetchPage, FetchRequest, ListPage, ListRequest
+from app.embeddings.protocol import Embedder
+from app.embeddings.wordllama import WordLlamaEmbedder
+from app.engine.cursors import CursorCodec, _unb64, scope_of
+from app.engine.reference import ReferenceEngine
+from tests.conformance.faults import Fault, failing_checks
+from tests.conformance.support import failed, outcomes_against
+
+
+class RestartingCodec(CursorCodec):
+    """A cursor it cannot read (or not for this request) starts again from the first page."""
+
+    def resume(self, cursor: str | None, scope: str, start: Any) -> Any:
+        try:
+            return super().resume(cursor, scope, start)
+        except InvalidRequest:
+            return start
+
+
+class UnboundCodec(CursorCodec):
+    """Refuses forgeries but honours a cursor whatever request it was minted for."""
+
+    def read(self, cursor: str, scope: str) -> Any:
+        try:
+            minted_for = json.loads(_unb64(cursor.split(".")[0]))["s"]
+        except (ValueError, KeyError, TypeError):
+            minted_for = scope
+        return super().read(cursor, minted_for)
+
+
+def with_codec(codec: type[CursorCodec]) -> Any:
+    def build(embedder: Embedder) -> ReferenceEngine:
+        engine = ReferenceEngine(embedder)
+        engine._cursors = codec(secrets.token_bytes(32))
+        return engine
+
+    return build
+
+
+class OffsetListing(ReferenceEngine):
+    """List pages by position in the matches: forgetting an item already listed shifts the next page."""
+
+    newest_first = False
+
+    async def list(self, request: ListRequest) -> ListPage:
+        request = request.checked()
+        scope = scope_of("list", request.filter)
+        offset = self._cursors.resume(request.cursor, scope, 0)
+        rows = self._admitted(request.filter)
+        rows = rows[::-1] if self.newest_first else rows
+        page = rows[offset : offset + request.limit]
+        more = offset + request.limit < len(rows)
+        return ListPage(
+            items=[record.hit(item_id, 0.0) for item_id, record in page],
+            next_cursor=self._cursors.issue(scope, offset + request.limit) if more else None,
+        )
+
+
+class NewestFirstOffsetListing(OffsetListing):
+    """Newest first by position: an item stored while paging pushes the next page back onto the last."""
+
+    newest_first = True
+
+
+class CursorOnTheLastPage(ReferenceEngine):
+    """The page that ends the matches still carries a cursor, to an empty page."""
+
+    async def list(self, request: ListRequest) -> ListPage:
+        page = await super().list(request)
+        if page.next_cursor is None and page.items:
+            scope = scope_of("list", request.filter.checked())
+            return page.model_copy(update={"next_cursor": self._cursors.issue(scope, [self._seq, self._seq])})
+        return page
+
+
+class FetchCursorIgnored(ReferenceEngine):
+    """Every fetch page is the first."""
+
+    async def fetch(self, request: FetchRequest) -> FetchPage:
+        return await super().fetch(request.model_copy(update={"cursor": None}))
+
+
+class OverlappingFetchPages(ReferenceEngine):
+    """Each next page starts one hit early: the last hit of a page comes again."""
+
+    async def fetch(self, request: FetchRequest) -> FetchPage:
+        page = await super().fetch(request)
+        if page.next_cursor is None:
+            return page
+        checked = request.checked()
+        scope = scope_of(checked.query, checked.mode, checked.filter)
+        offset = self._cursors.resume(checked.cursor, scope, 0)
+        return page.model_copy(update={"next_cursor": self._cursors.issue(scope, offset + request.limit - 1)})
+
+
+FAULTS = [
+    Fault("a cursor it cannot read restarts", with_codec(RestartingCodec), "a_cursor_not_issued_is_refused"),
+    Fault(
+        "a cursor honoured for any request", with_codec(UnboundCodec), "a_cursor_is_bound_to_its_query_filter_and_mode"
+    ),
+    Fault("list pages by offset", OffsetListing, "listing_is_stable_under_concurrent_writes"),
+    Fault("list pages newest first by offset", NewestFirstOffsetListing, "listing_is_stable_under_concurrent_writes"),
+    Fault("a cursor on the last list page", CursorOnTheLastPage, "list_cursors_visit_every_match_once_and_end"),
+    Fault("a fetch cursor ignored", FetchCursorIgnored, "fetch_cursors_visit_every_hit_once_and_end"),
+    Fault("fetch pages overlap", OverlappingFetchPages, "fetch_cursors_visit_every_hit_once_and_end"),
+]
+
+
+async def test_a_faithful_service_passes(embedder: WordLlamaEmbedder) -> None:
+    assert failed(await outcomes_against(ReferenceEngine(embedder), ["cursors"])) == []
+
+
+@pytest.mark.parametrize("fault", FAULTS, ids=str)
+async def test_each_fault_is_caught(fault: Fault, embedder: WordLlamaEmbedder) -> None:
+    assert fault.caught_by in await failing_checks(fault.build(embedder), "cursors")
