@@ -1,0 +1,88 @@
+"""The recall checks pass against a faithful service and catch citations that leak, overflow or dangle."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.contract.errors import InvalidRequest
+from app.contract.meta import Filter
+from app.contract.requests import Citation, RecallAnswer, RecallRequest
+from app.embeddings.wordllama import WordLlamaEmbedder
+from app.engine import answers
+from app.engine.reference import ReferenceEngine
+from tests.conformance.faults import Fault, failing_checks
+from tests.conformance.support import failed, outcomes_against
+
+
+class Answering(ReferenceEngine):
+    """The reference engine's recall with its answer passed through ``change``."""
+
+    def change(self, answer: RecallAnswer, request: RecallRequest) -> RecallAnswer:
+        return answer
+
+    async def recall(self, request: RecallRequest) -> RecallAnswer:
+        return self.change(await super().recall(request), request)
+
+
+class FilterIgnored(ReferenceEngine):
+    async def recall(self, request: RecallRequest) -> RecallAnswer:
+        return await super().recall(request.model_copy(update={"filter": Filter()}))
+
+
+class OneCitationTooMany(ReferenceEngine):
+    async def recall(self, request: RecallRequest) -> RecallAnswer:
+        return await super().recall(request.model_copy(update={"limit": request.limit + 1}))
+
+
+class BlankWhenNothingIsStored(Answering):
+    def change(self, answer: RecallAnswer, request: RecallRequest) -> RecallAnswer:
+        return answer if answer.citations else answer.model_copy(update={"answer": ""})
+
+
+class KeywordOnly(ReferenceEngine):
+    """Cites only items sharing a word with the question: a filter's items go uncited."""
+
+    async def recall(self, request: RecallRequest) -> RecallAnswer:
+        request = request.checked()
+        ranked = await self._rank(request.question, "keyword", request.filter)
+        hits = [record.hit(item_id, score) for item_id, record, score in ranked[: request.limit]]
+        return answers.compose(request.question, hits)
+
+
+class CitesIdsItDoesNotHold(Answering):
+    def change(self, answer: RecallAnswer, request: RecallRequest) -> RecallAnswer:
+        cited = [c.model_copy(update={"id": c.id[::-1]}) for c in answer.citations]
+        return answer.model_copy(update={"citations": cited})
+
+
+class CitesTheWrongKind(Answering):
+    def change(self, answer: RecallAnswer, request: RecallRequest) -> RecallAnswer:
+        cited = [Citation(**(c.model_dump() | {"kind": "document"})) for c in answer.citations]
+        return answer.model_copy(update={"citations": cited})
+
+
+class InstructionsRefused(ReferenceEngine):
+    async def recall(self, request: RecallRequest) -> RecallAnswer:
+        if request.instructions is not None:
+            raise InvalidRequest("instructions are not supported")
+        return await super().recall(request)
+
+
+FAULTS = [
+    Fault("recall ignores its filter", FilterIgnored, "citations_stay_within_the_limit_and_the_filter"),
+    Fault("one citation too many", OneCitationTooMany, "citations_stay_within_the_limit_and_the_filter"),
+    Fault("a blank answer when nothing is stored", BlankWhenNothingIsStored, "the_answer_is_never_blank"),
+    Fault("only items sharing a word are cited", KeywordOnly, "a_filter_that_admits_items_gets_a_citation"),
+    Fault("citation ids that do not resolve", CitesIdsItDoesNotHold, "citation_ids_resolve_through_get"),
+    Fault("citations of the wrong kind", CitesTheWrongKind, "citation_ids_resolve_through_get"),
+    Fault("instructions refused", InstructionsRefused, "instructions_are_accepted"),
+]
+
+
+async def test_a_faithful_service_passes(embedder: WordLlamaEmbedder) -> None:
+    assert failed(await outcomes_against(ReferenceEngine(embedder), ["recall"])) == []
+
+
+@pytest.mark.parametrize("fault", FAULTS, ids=str)
+async def test_each_fault_is_caught(fault: Fault, embedder: WordLlamaEmbedder) -> None:
+    assert fault.caught_by in await failing_checks(fault.build(embedder), "recall")
