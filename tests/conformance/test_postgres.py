@@ -6,7 +6,7 @@ from app.conformance.runner import run_checks, selected
 from tests.conformance.support import failed
 from tests.support.engines import ClientFactory
 
-FAMILIES = ["filters", "cursors", "ranking", "recall"]
+FAMILIES = ["filters", "cursors", "ranking", "recall", "explore"]
 
 
 async def test_the_postgres_engine_passes(make_client: ClientFactory) -> None:
