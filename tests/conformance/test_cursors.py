@@ -12,7 +12,7 @@ from app.contract.errors import InvalidRequest
 from app.contract.requests import FetchPage, FetchRequest, ListPage, ListRequest
 from app.embeddings.protocol import Embedder
 from app.embeddings.wordllama import WordLlamaEmbedder
-from app.engine.cursors import CursorCodec, _unb64, scope_of
+from app.engine.cursors import CursorCodec, _unb64, listing_position, scope_of
 from app.engine.reference import ReferenceEngine
 from tests.conformance.faults import Fault, failing_checks
 from tests.conformance.support import failed, outcomes_against
@@ -104,6 +104,22 @@ class OverlappingFetchPages(ReferenceEngine):
         return page.model_copy(update={"next_cursor": self._cursors.issue(scope, offset + request.limit - 1)})
 
 
+class ListingNewItemsToo(ReferenceEngine):
+    """Faithful too: pages by the last item listed with no ceiling, so items stored while paging appear once."""
+
+    async def list(self, request: ListRequest) -> ListPage:
+        request = request.checked()
+        scope = scope_of("list", request.filter)
+        after, _ = listing_position(self._cursors.resume(request.cursor, scope, None))
+        rows = [(i, r) for i, r in self._admitted(request.filter) if after < r.seq]
+        page = rows[: request.limit]
+        more = len(rows) > request.limit
+        return ListPage(
+            items=[record.hit(item_id, 0.0) for item_id, record in page],
+            next_cursor=self._cursors.issue(scope, page[-1][1].seq) if more else None,
+        )
+
+
 FAULTS = [
     Fault("a cursor it cannot read restarts", with_codec(RestartingCodec), "a_cursor_not_issued_is_refused"),
     Fault(
@@ -119,6 +135,10 @@ FAULTS = [
 
 async def test_a_faithful_service_passes(embedder: WordLlamaEmbedder) -> None:
     assert failed(await outcomes_against(ReferenceEngine(embedder), ["cursors"])) == []
+
+
+async def test_a_listing_that_shows_items_stored_while_paging_passes(embedder: WordLlamaEmbedder) -> None:
+    assert failed(await outcomes_against(ListingNewItemsToo(embedder), ["cursors"])) == []
 
 
 @pytest.mark.parametrize("fault", FAULTS, ids=str)

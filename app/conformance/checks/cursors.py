@@ -13,6 +13,8 @@ from app.conformance.reading import MAX_PAGES, fetch_modes, fetched, ids_of, lis
 
 WORD = "gooseberry"
 PAGE = 2
+# Items are written between the first pages only, so a service that lists them too still ends.
+WRITING_PAGES = 3
 
 
 async def _corpus(probe: Probe, count: int = 7, batch: str = "") -> list[str]:
@@ -144,6 +146,8 @@ async def listing_is_stable_under_concurrent_writes(probe: Probe) -> None:
         if "next_cursor" not in answer:
             break
         body["cursor"] = answer["next_cursor"]
+        if page >= WRITING_PAGES:
+            continue
         # Between pages: two new items, and one already listed is forgotten (it was not present throughout).
         await probe.store_all([probe.learning(f"{WORD} written while paging, page {page}, {n}") for n in range(2)])
         listed_before = [i for i in seen if i in present]
