@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -36,6 +37,25 @@ def folder_by_text(rule: Filter, kind: str, meta: Meta) -> bool:
     if rule.folder is None:
         return rule.matches(kind, meta)
     return without(rule, folder=None).matches(kind, meta) and (meta.folder or "\0").startswith(rule.folder)
+
+
+def like(prefix: str, value: str | None) -> bool:
+    """SQL's ``value = prefix OR value LIKE prefix || '/%'``, the prefix unescaped: ``_`` and ``%`` are wildcards."""
+    pattern = re.escape(prefix.rstrip("/")).replace("_", ".").replace("%", ".*")
+    return value is not None and re.fullmatch(f"{pattern}(/.*)?", value, re.DOTALL) is not None
+
+
+def folder_by_unescaped_like(rule: Filter, kind: str, meta: Meta) -> bool:
+    if rule.folder is None:
+        return rule.matches(kind, meta)
+    return without(rule, folder=None).matches(kind, meta) and like(rule.folder, meta.folder)
+
+
+def subtree_by_unescaped_like(rule: Filter, kind: str, meta: Meta) -> bool:
+    if rule.reach is None or not rule.reach.descendants:
+        return rule.matches(kind, meta)
+    below = like(rule.reach.node.path, meta.namespace_node.path)
+    return rule.matches(kind, meta) or (below and without(rule, reach=None).matches(kind, meta))
 
 
 def trailing_slash_kept(rule: Filter, kind: str, meta: Meta) -> bool:
@@ -165,6 +185,12 @@ FAULTS = [
     Fault(
         "folder prefix without a boundary", admitting(folder_by_text), "folder_and_file_path_match_on_a_slash_boundary"
     ),
+    Fault(
+        "folder by an unescaped LIKE",
+        admitting(folder_by_unescaped_like),
+        "folder_and_file_path_match_on_a_slash_boundary",
+    ),
+    Fault("a subtree by an unescaped LIKE", admitting(subtree_by_unescaped_like), "reach_never_admits_a_sibling"),
     Fault("a trailing slash kept", admitting(trailing_slash_kept), "folder_and_file_path_match_on_a_slash_boundary"),
     Fault(
         "fetch ignores folder in vector mode",

@@ -71,6 +71,8 @@ def _corpus(probe: Probe) -> list[dict[str, Any]]:
         probe.learning("sixth", language="z", repo="r2", url="https://example.com/2", tags=["x"]),
         probe.learning("seventh", language="é", file_path="/q/lib.rs", thread_id="t2"),
         probe.learning("eighth", tags=["x"], workspace="w2", agent_id="g2"),
+        # A repeated tag: the item counts once under it, as narrowing to it lists the item once.
+        probe.learning("ninth", tags=["z", "z"], language="a"),
     ]
 
 

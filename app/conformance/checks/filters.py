@@ -53,7 +53,8 @@ def _item(probe: Probe, label: str, below: str = "", **meta: Any) -> dict[str, A
 
 
 async def _tree(probe: Probe, tag: str) -> Labelled:
-    """One item at the check's node and at nodes below it; ``c`` and ``ab`` are siblings of ``a``."""
+    """One item at the check's node and at nodes below it; ``c``, ``ab``, ``a_b`` and ``axb`` are siblings of ``a``
+    (``_`` is a character of an id, never a wildcard)."""
     nodes = {
         "self": "",
         "a": "agent:a",
@@ -61,6 +62,8 @@ async def _tree(probe: Probe, tag: str) -> Labelled:
         "a/b/d": "agent:a/user:b/user:d",
         "c": "agent:c",
         "ab": "agent:ab",
+        "a_b": "agent:a_b",
+        "axb/e": "agent:axb/user:e",
     }
     return await Labelled.store(
         probe, {label: _item(probe, label, below, tags=[tag]) for label, below in nodes.items()}
@@ -99,6 +102,7 @@ async def reach_never_admits_a_sibling(probe: Probe) -> None:
     await tree.admits({"reach": _reach(probe, "agent:c", True, True), "tags_any": [tag]}, "self", "c")
     await tree.admits({"reach": _reach(probe, "agent:a", False, True)}, "a", "a/b", "a/b/d")
     await tree.admits({"reach": _reach(probe, "agent:ab", True, True), "tags_any": [tag]}, "self", "ab")
+    await tree.admits({"reach": _reach(probe, "agent:a_b", False, True)}, "a_b")
     await tree.admits(
         {"reach": _reach(probe, "agent:a/user:b/user:d", True, False), "tags_any": [tag]}, "self", "a", "a/b", "a/b/d"
     )
@@ -143,10 +147,11 @@ async def exact_fields_match_only_their_value(probe: Probe) -> None:
 
 @check("filters")
 async def folder_and_file_path_match_on_a_slash_boundary(probe: Probe) -> None:
-    folders = {"/a/b": "/a/b", "/a/b/c": "/a/b/c", "/a/bc": "/a/bc", "/a": "/a"}
-    files = {"/a/b/c.rs": "/a/b/c.rs", "/a/bc.rs": "/a/bc.rs", "/a/b": "/a/b"}
-    items = {f"folder {k}": _item(probe, f"folder {k}", folder=v) for k, v in folders.items()}
-    items |= {f"file {k}": _item(probe, f"file {k}", file_path=v) for k, v in files.items()}
+    # "_" and "%" are characters of a path, never wildcards: "/x_y" is no prefix of "/xzy/q".
+    folders = ["/a/b", "/a/b/c", "/a/bc", "/a", "/x_y/q", "/xzy/q", "/x%/q"]
+    files = ["/a/b/c.rs", "/a/bc.rs", "/a/b"]
+    items = {f"folder {v}": _item(probe, f"folder {v}", folder=v) for v in folders}
+    items |= {f"file {v}": _item(probe, f"file {v}", file_path=v) for v in files}
     items["neither"] = _item(probe, "neither")
     corpus = await Labelled.store(probe, items)
     for prefix in ("/a/b", "/a/b/"):
@@ -155,6 +160,8 @@ async def folder_and_file_path_match_on_a_slash_boundary(probe: Probe) -> None:
     await corpus.admits(probe.scoped(folder="/a/bc"), "folder /a/bc")
     await corpus.admits(probe.scoped(folder="/a"), "folder /a", "folder /a/b", "folder /a/b/c", "folder /a/bc")
     await corpus.admits(probe.scoped(file_path="/a/b/c"))
+    await corpus.admits(probe.scoped(folder="/x_y"), "folder /x_y/q")
+    await corpus.admits(probe.scoped(folder="/x%"), "folder /x%/q")
 
 
 @check("filters")
