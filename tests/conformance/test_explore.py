@@ -90,6 +90,14 @@ class TiesCaseFolded(Paging):
         return page.model_copy(update={"buckets": buckets})
 
 
+class TiesInUtf16Order(Paging):
+    """Ties by UTF-16 code units, as a JavaScript or Java sort: an emoji before U+FF5E."""
+
+    def change(self, page: ExplorePage, request: ExploreRequest) -> ExplorePage:
+        buckets = sorted(page.buckets, key=lambda b: (-b.count, b.value.encode("utf-16-be")))
+        return page.model_copy(update={"buckets": buckets})
+
+
 class CutNotCounted(Paging):
     def change(self, page: ExplorePage, request: ExploreRequest) -> ExplorePage:
         return page.model_copy(update={"more_buckets": 0})
@@ -135,6 +143,7 @@ FAULTS = [
     Fault("namespace values that are not paths", LastSegmentNamespaces, "a_narrowed_bucket_lists_its_count"),
     Fault("tool_call buckets by call id", ToolCallIds, "a_narrowed_bucket_lists_its_count"),
     Fault("ties in a locale's order", TiesCaseFolded, "buckets_sort_by_count_then_code_point"),
+    Fault("ties in UTF-16 order", TiesInUtf16Order, "buckets_sort_by_count_then_code_point"),
     Fault("the cut not counted", CutNotCounted, "buckets_are_cut_to_the_limit_and_the_cut_is_counted"),
     Fault("cut before sorting", CutBeforeSorting, "buckets_are_cut_to_the_limit_and_the_cut_is_counted"),
     Fault("an exact count said truncated", AlwaysTruncated, "a_complete_count_is_not_truncated"),

@@ -105,6 +105,13 @@ def after_exclusive(rule: Filter, kind: str, meta: Meta) -> bool:
     return rule.matches(kind, meta) and (after is None or meta.observed_at != after)
 
 
+def observed_to_the_second(rule: Filter, kind: str, meta: Meta) -> bool:
+    """Instants compared without their fraction of a second."""
+    seconds = meta.observed_at and meta.observed_at.replace(microsecond=0)
+    bounds = {k: v.replace(microsecond=0) for k in ("observed_after", "observed_before") if (v := getattr(rule, k))}
+    return rule.model_copy(update=bounds).matches(kind, meta.model_copy(update={"observed_at": seconds}))
+
+
 def unobserved_before_anything(rule: Filter, kind: str, meta: Meta) -> bool:
     if rule.observed_before is not None and meta.observed_at is None:
         return without(rule, observed_before=None).matches(kind, meta)
@@ -210,6 +217,9 @@ FAULTS = [
     Fault("an empty tags_any matches nothing", admitting(empty_tags_match_nothing), "tags_any_needs_one_shared_tag"),
     Fault("explore ignores tags_any", ExploreIgnoresTags, "tags_any_needs_one_shared_tag"),
     Fault("observed_after exclusive", admitting(after_exclusive), "observed_after_is_inclusive_and_before_exclusive"),
+    Fault(
+        "instants to the second", admitting(observed_to_the_second), "observed_after_is_inclusive_and_before_exclusive"
+    ),
     Fault(
         "unobserved items before any instant",
         admitting(unobserved_before_anything),

@@ -29,6 +29,13 @@ class FilterIgnored(ReferenceEngine):
         return await super().recall(request.model_copy(update={"filter": Filter()}))
 
 
+class OnlyTheReachBinds(ReferenceEngine):
+    """Recall keeps its filter's reach and drops the rest of it."""
+
+    async def recall(self, request: RecallRequest) -> RecallAnswer:
+        return await super().recall(request.model_copy(update={"filter": Filter(reach=request.filter.reach)}))
+
+
 class OneCitationTooMany(ReferenceEngine):
     async def recall(self, request: RecallRequest) -> RecallAnswer:
         return await super().recall(request.model_copy(update={"limit": request.limit + 1}))
@@ -70,6 +77,7 @@ class InstructionsRefused(ReferenceEngine):
 
 FAULTS = [
     Fault("recall ignores its filter", FilterIgnored, "citations_stay_within_the_limit_and_the_filter"),
+    Fault("recall ignores all but the reach", OnlyTheReachBinds, "citations_stay_within_the_limit_and_the_filter"),
     Fault("one citation too many", OneCitationTooMany, "citations_stay_within_the_limit_and_the_filter"),
     Fault("a blank answer when nothing is stored", BlankWhenNothingIsStored, "the_answer_is_never_blank"),
     Fault("only items sharing a word are cited", KeywordOnly, "a_filter_that_admits_items_gets_a_citation"),

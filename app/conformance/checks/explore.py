@@ -31,8 +31,9 @@ FACETS = (
 )
 # The meta field each plain facet reads.
 FIELDS = {"thread": "thread_id", "agent": "agent_id"}
-# Values that tie, in code-point order: uppercase before "_" before lowercase, "z" before "é".
-TIED = ["B", "_", "b", "z", "é"]
+# Values that tie, in code-point order: uppercase before "_" before lowercase, "z" before "é", and a
+# character of the basic plane before one beyond it (UTF-16 order would put the emoji first).
+TIED = ["B", "_", "b", "z", "é", "\uff5e", "\U0001f600"]
 
 
 def _corpus(probe: Probe) -> list[dict[str, Any]]:

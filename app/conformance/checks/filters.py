@@ -117,6 +117,9 @@ async def reach_defaults_to_inherit_without_descendants(probe: Probe) -> None:
     # A default reach sees only the root, where the check stored nothing; no reach sees everywhere.
     await tree.admits({"reach": {}, "tags_any": [tag]})
     await tree.admits({"tags_any": [tag]}, *tree.ids)
+    # The root by either name, with descendants: everywhere.
+    await tree.admits({"reach": {"at": "root", "descendants": True}, "tags_any": [tag]}, *tree.ids)
+    await tree.admits({"reach": {"at": "", "inherit": False, "descendants": True}, "tags_any": [tag]}, *tree.ids)
 
 
 # --- fields (contract §4) ----------------------------------------------------------------------------
@@ -235,14 +238,16 @@ async def tags_any_needs_one_shared_tag(probe: Probe) -> None:
 
 @check("filters")
 async def observed_after_is_inclusive_and_before_exclusive(probe: Probe) -> None:
-    days = {"day1": "2024-01-01T00:00:00Z", "day2": "2024-01-02T00:00:00Z", "day3": "2024-01-03T00:00:00Z"}
+    days = {"day1": "2024-01-01T00:00:00Z", "day2": "2024-01-02T00:00:00.5Z", "day3": "2024-01-03T00:00:00Z"}
     items = {k: _item(probe, k, observed_at=v) for k, v in days.items()}
     corpus = await Labelled.store(probe, {**items, "unobserved": _item(probe, "unobserved")})
     await corpus.admits(probe.scoped(observed_after=days["day2"]), "day2", "day3")
     await corpus.admits(probe.scoped(observed_before=days["day2"]), "day1")
     await corpus.admits(probe.scoped(observed_after=days["day1"], observed_before=days["day3"]), "day1", "day2")
-    # The same instant in another offset; and bounds that hold every observed item.
-    await corpus.admits(probe.scoped(observed_after="2024-01-02T01:00:00+01:00"), "day2", "day3")
+    # The same instant in another offset, a microsecond either side of it, and bounds that hold every observed item.
+    await corpus.admits(probe.scoped(observed_after="2024-01-02T01:00:00.500000+01:00"), "day2", "day3")
+    await corpus.admits(probe.scoped(observed_after="2024-01-02T00:00:00.500001Z"), "day3")
+    await corpus.admits(probe.scoped(observed_before="2024-01-02T00:00:00.500001Z"), "day1", "day2")
     await corpus.admits(probe.scoped(observed_before="2999-01-01T00:00:00Z"), "day1", "day2", "day3")
     await corpus.admits(probe.scoped(observed_after="1999-01-01T00:00:00Z"), "day1", "day2", "day3")
 

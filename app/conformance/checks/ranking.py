@@ -112,7 +112,7 @@ async def stop_words_alone_match_nothing(probe: Probe) -> None:
 @check("ranking")
 async def quoted_phrases_are_honoured(probe: Probe) -> None:
     texts = {
-        "phrase": "a blue whale surfaced near the boat",
+        "phrase": "a blue whale surfaced near the harbour walls",
         "apart": "a whale that is blue surfaced near the boat",
         "blue only": "the blue sky over the harbour",
     }
@@ -120,6 +120,8 @@ async def quoted_phrases_are_honoured(probe: Probe) -> None:
     await _keyword(probe, '"blue whale"', ids, names, "phrase")
     await _keyword(probe, "blue whale", ids, names, "phrase", "apart", "blue only")
     await _keyword(probe, '"whale blue"', ids, names)
+    # A phrase's words are normalised as any term is.
+    await _keyword(probe, '"harbour wall"', ids, names, "phrase")
 
 
 @check("ranking")

@@ -69,6 +69,13 @@ async def citations_stay_within_the_limit_and_the_filter(probe: Probe) -> None:
                 citation["meta"].get("namespace") == probe.ns("agent:a"),
                 f"a citation's meta.namespace is {citation['meta'].get('namespace')!r}, not its item's",
             )
+    # A filter's other fields bound the citations as its reach does.
+    tagged = await probe.store(
+        probe.learning("the keeper's notes are kept in a tin box", below="agent:c", tags=["tin"])
+    )
+    answer = await _recall(probe, probe.scoped(tags_any=["tin"]), 10)
+    cited = [c["id"] for c in answer["citations"]]
+    require(cited == [tagged], f"recall with tags_any ['tin'] cited {len(cited)} item(s), expected the one tagged")
 
 
 @check("recall")
