@@ -46,6 +46,9 @@ async def run_checks(client: httpx.AsyncClient, checks: Iterable[Check]) -> list
             passed, reason = False, str(failure)
         except httpx.HTTPError as error:
             passed, reason = False, f"the service did not answer: {type(error).__name__}: {error}"
+        except (LookupError, TypeError, ValueError, AttributeError) as error:
+            # An answer without the contract's keys or types fails its check; the run goes on.
+            passed, reason = False, f"an answer is not of the contract's shape: {type(error).__name__}: {error}"
         finally:
             with contextlib.suppress(httpx.HTTPError):
                 await probe.forget_everything()

@@ -38,14 +38,11 @@ def _fetch(probe: Probe, mode: str, **more: Any) -> dict[str, Any]:
 async def _paged_once_each(probe: Probe, path: str, body: dict[str, Any], expected: list[str], what: str) -> None:
     """Following cursors from ``body`` reads ``expected`` once each, in full pages, the last without a cursor."""
     read = await pages(probe, path, body)
-    sizes = [len(page) for page in read]
     same_ids(once_each([i for page in read for i in page], what), expected, what)
-    # The matches fill their pages exactly: a page that ends them must carry no cursor.
-    full = -(-len(expected) // PAGE)
-    require(
-        sizes == [PAGE] * (len(expected) // PAGE) + [len(expected) % PAGE] * (len(expected) % PAGE > 0),
-        f"{what} of {len(expected)} matches by {PAGE} came in pages of {sizes}, expected {full} pages",
-    )
+    # Every page full but the last, and the page that ends the matches carries no cursor (no empty page after it).
+    whole, rest = divmod(len(expected), PAGE)
+    sizes, wanted = [len(page) for page in read], [PAGE] * whole + ([rest] if rest else [])
+    require(sizes == wanted, f"{what} of {len(expected)} matches by {PAGE} came in pages of {sizes}, expected {wanted}")
 
 
 @check("cursors")
@@ -66,8 +63,8 @@ async def fetch_cursors_visit_every_hit_once_and_end(probe: Probe) -> None:
 
 
 def _tampered(cursor: str) -> str:
-    """The cursor with one character near its middle changed (within its own alphabet)."""
-    at = next(i for i in range(len(cursor) // 2, len(cursor)) if cursor[i].isalnum()) if cursor else 0
+    """The cursor with one character from its middle on changed, within its own alphabet."""
+    at = next((i for i in range(len(cursor) // 2, len(cursor)) if cursor[i].isalnum()), len(cursor) // 2)
     swapped = "B" if cursor[at : at + 1] == "A" else "A"
     return cursor[:at] + swapped + cursor[at + 1 :]
 
