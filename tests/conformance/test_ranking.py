@@ -121,6 +121,14 @@ class ServesModesItDoesNotList(ReferenceEngine):
         return FetchPage(hits=[])
 
 
+class VectorAlone(ReferenceEngine):
+    """Faithful: offers vector fetch alone, and refuses the other modes as its descriptor says."""
+
+    def __init__(self, embedder: Embedder) -> None:
+        super().__init__(embedder)
+        self._descriptor = self._descriptor.model_copy(update={"fetch_modes": ["vector"]})
+
+
 class BlankQueryMatchesNothing(ReferenceEngine):
     async def fetch(self, request: FetchRequest) -> FetchPage:
         if is_blank(request.query):
@@ -147,6 +155,10 @@ FAULTS = [
 
 async def test_a_faithful_service_passes(embedder: WordLlamaEmbedder) -> None:
     assert failed(await outcomes_against(ReferenceEngine(embedder), ["ranking"])) == []
+
+
+async def test_a_service_offering_fewer_modes_passes(embedder: WordLlamaEmbedder) -> None:
+    assert failed(await outcomes_against(VectorAlone(embedder), ["ranking", "cursors", "filters"])) == []
 
 
 @pytest.mark.parametrize("fault", FAULTS, ids=str)

@@ -27,6 +27,12 @@ async def _hits(probe: Probe, query: str, mode: str, limit: int = 1000) -> list[
     return list((await probe.call("/v1/fetch", body))["hits"])
 
 
+async def _offers_keyword(probe: Probe) -> bool:
+    """Keyword rules bind a service that offers the mode; one that does not must refuse it
+    (a_mode_not_offered_is_unsupported)."""
+    return "keyword" in await fetch_modes(probe)
+
+
 async def _keyword(probe: Probe, query: str, ids: dict[str, str], names: dict[str, str], *labels: str) -> None:
     """A keyword fetch of ``query`` finds exactly the items ``labels``."""
     got = ids_of(await _hits(probe, query, "keyword"))
@@ -88,6 +94,8 @@ async def hits_come_best_first(probe: Probe) -> None:
 
 @check("ranking")
 async def keyword_matches_stemmed_terms_and_only_them(probe: Probe) -> None:
+    if not await _offers_keyword(probe):
+        return
     texts = {
         "cat": "the cat slept on the mat",
         "walking": "a walking tour of the harbour",
@@ -103,6 +111,8 @@ async def keyword_matches_stemmed_terms_and_only_them(probe: Probe) -> None:
 
 @check("ranking")
 async def stop_words_alone_match_nothing(probe: Probe) -> None:
+    if not await _offers_keyword(probe):
+        return
     texts = {"bread": "the history of bread and butter", "sea": "an ode to the sea and the sky"}
     ids, names = await _labelled(probe, texts)
     await _keyword(probe, "the of and", ids, names)
@@ -111,6 +121,8 @@ async def stop_words_alone_match_nothing(probe: Probe) -> None:
 
 @check("ranking")
 async def quoted_phrases_are_honoured(probe: Probe) -> None:
+    if not await _offers_keyword(probe):
+        return
     texts = {
         "phrase": "a blue whale surfaced near the harbour walls",
         "apart": "a whale that is blue surfaced near the boat",
