@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import ipaddress
 import logging
 import os
 import signal
@@ -25,6 +26,16 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
     from app.engine.protocol import MemoryEngine
     from app.main import create_app, open_engine
 
+    keys = len(settings.api_key_list())
+    open_on_purpose = settings.allow_open_access or args.allow_open_access
+    if not keys and not is_loopback(args.host) and not open_on_purpose:
+        print(
+            f"engram: configuration error: {args.host} is reachable beyond this machine and no API key is set: "
+            "set ENGRAM_API_KEYS, or ENGRAM_ALLOW_OPEN_ACCESS=true (--allow-open-access) to serve every route "
+            "to anyone on purpose",
+            file=sys.stderr,
+        )
+        return 2
     database = (
         redacted(settings.database_url.get_secret_value())
         if settings.database_url
@@ -32,8 +43,12 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
     )
     print(f"engram: database {database}", flush=True)
     print(f"engram: embedder {settings.embedder}", flush=True)
-    keys = len(settings.api_key_list())
-    access = f"{keys} API key{'s' if keys != 1 else ''}" if keys else "none: every route is open (ENGRAM_API_KEYS)"
+    if keys:
+        access = f"{keys} API key{'s' if keys != 1 else ''}"
+    elif is_loopback(args.host):
+        access = "none: every route is open to this machine (ENGRAM_API_KEYS)"
+    else:
+        access = f"none: every route is open to anyone who reaches {args.host} (ENGRAM_ALLOW_OPEN_ACCESS)"
     print(f"engram: API keys {access}", flush=True)
     opened: list[MemoryEngine] = []
 
@@ -74,6 +89,16 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
     signal.signal(signal.SIGTERM, _interrupt)
     Server(config).run()
     return 0
+
+
+def is_loopback(host: str) -> bool:
+    """Whether only this machine can reach ``host``: ``localhost`` or a loopback address."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False  # a name other than localhost may resolve to any interface
 
 
 def _interrupt(signum: int, frame: Any) -> None:
@@ -245,6 +270,11 @@ def build_parser() -> argparse.ArgumentParser:
     serve = commands.add_parser("serve", help="start the HTTP service")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=_port, default=8080)
+    serve.add_argument(
+        "--allow-open-access",
+        action="store_true",
+        help="serve beyond loopback with no API key (every route open); as ENGRAM_ALLOW_OPEN_ACCESS=true",
+    )
     serve.set_defaults(run=_serve)
     commands.add_parser("migrate", help="bring the database schema up to date").set_defaults(run=_migrate)
     commands.add_parser("openapi", help="print the OpenAPI document").set_defaults(run=_openapi)
