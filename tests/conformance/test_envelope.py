@@ -9,7 +9,7 @@ import pytest
 
 from app.embeddings.wordllama import WordLlamaEmbedder
 from app.engine.reference import ReferenceEngine
-from tests.conformance.faults import Answer, rewriting, with_headers
+from tests.conformance.middleware import Answer, rewriting, with_headers
 from tests.conformance.support import Wrapper, failed, failing_names, outcomes_against
 
 

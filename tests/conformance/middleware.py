@@ -1,4 +1,5 @@
-"""Faults the conformance tests inject in the HTTP layer: a middleware that rewrites answers or requests."""
+"""Middleware the conformance tests put around the app: a fault in the HTTP layer, or a rule the app
+will hold once it is fixed. It rewrites answers, or requests before the app reads them."""
 
 from __future__ import annotations
 
@@ -76,3 +77,57 @@ def with_headers(extra: dict[str, str]) -> Wrapper:
         return middleware
 
     return wrap
+
+
+def intercepting(change: Callable[[str, Any], Any]) -> Wrapper:
+    """A wrapper whose middleware hands each JSON body to ``change(path, body)``, which gives back the body
+    to pass on, or an :class:`Answer` to answer in the app's place."""
+
+    def wrap(app: ASGIApp) -> ASGIApp:
+        async def middleware(scope: Scope, receive: Receive, send: Send) -> None:
+            if scope["type"] != "http":
+                await app(scope, receive, send)
+                return
+            raw = b""
+            while True:
+                message = await receive()
+                raw += message.get("body", b"")
+                if not message.get("more_body"):
+                    break
+            try:
+                changed = change(scope["path"], json.loads(raw)) if raw else None
+            except ValueError:  # not json: the app's to refuse
+                changed = None
+            if isinstance(changed, Answer):
+                headers = [(k.encode(), v.encode()) for k, v in changed.headers.items()]
+                headers.append((b"content-length", str(len(changed.body)).encode()))
+                await send({"type": "http.response.start", "status": changed.status, "headers": headers})
+                await send({"type": "http.response.body", "body": changed.body})
+                return
+            body = raw if changed is None else json.dumps(changed).encode()
+            sent = False
+
+            async def replay() -> Message:
+                nonlocal sent
+                if sent:
+                    return await receive()
+                sent = True
+                return {"type": "http.request", "body": body, "more_body": False}
+
+            await app(scope, replay, send)
+
+        return middleware
+
+    return wrap
+
+
+def refusal(path: str, problem: str, request_id: str = "made-by-middleware") -> Answer:
+    """A 400 ``invalid_request`` envelope, as the app answers one."""
+    envelope = {
+        "code": "invalid_request",
+        "message": f"invalid request: {problem}",
+        "retryable": False,
+        "request_id": request_id,
+    }
+    headers = {"content-type": "application/json", "x-request-id": request_id}
+    return Answer("POST", path, 400, headers, json.dumps(envelope).encode())
