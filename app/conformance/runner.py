@@ -46,6 +46,8 @@ async def run_checks(client: httpx.AsyncClient, checks: Iterable[Check]) -> list
             passed, reason = False, str(failure)
         except httpx.HTTPError as error:
             passed, reason = False, f"the service did not answer: {type(error).__name__}: {error}"
+        except Exception as error:  # an answer the check could not read: a failure of that check, not of the run
+            passed, reason = False, f"an answer not shaped as the contract says: {type(error).__name__}: {error}"
         finally:
             with contextlib.suppress(httpx.HTTPError):
                 await probe.forget_everything()
