@@ -14,6 +14,11 @@ from app.settings import Settings
 
 Wrapper = Callable[[ASGIApp], ASGIApp]
 
+# The checks the service fails until it takes a document body's ``"uri": null`` as unset and counts
+# a text of zero-width or format characters only as blank; emptied when it does (``.ci/run`` passes
+# the same list to ``engram conformance --known-failures``).
+PENDING = ("requests/null_is_unset_in_an_item", "requests/invisible_text_is_blank")
+
 
 async def outcomes_against(
     engine: MemoryEngine,
