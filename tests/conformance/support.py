@@ -15,8 +15,8 @@ from app.settings import Settings
 Wrapper = Callable[[ASGIApp], ASGIApp]
 
 # The checks the service fails until it takes a document body's ``"uri": null`` as unset and counts
-# a text of zero-width or format characters only as blank; emptied when it does (``.ci/run`` passes
-# the same list to ``engram conformance --known-failures``).
+# a text of zero-width or format characters only as blank; emptied when it does. tests/conformance/
+# live.sh (in .ci/run) passes it to ``engram conformance --known-failures``, which fails once they pass.
 PENDING = ("requests/null_is_unset_in_an_item", "requests/invisible_text_is_blank")
 
 
