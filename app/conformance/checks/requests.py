@@ -44,7 +44,7 @@ async def wrong_json_type_is_a_422(probe: Probe) -> None:
     cases: list[tuple[str, Any, str]] = [
         ("/v1/fetch", {"query": "x", "mode": "keyword", "limit": "10"}, "limit"),
         ("/v1/fetch", {"query": 5, "mode": "keyword", "limit": 10}, "query"),
-        ("/v1/list", {"limit": 1.5}, "limit"),
+        ("/v1/list", {"limit": [1]}, "limit"),
         ("/v1/list", {"limit": 1, "filter": []}, "filter"),
         ("/v1/list", {"limit": 1, "filter": {"reach": {"at": probe.ns(), "inherit": "yes"}}}, "inherit"),
         ("/v1/get", {"ids": "abc"}, "ids"),
@@ -123,6 +123,8 @@ async def null_is_unset_in_a_read(probe: Probe) -> None:
     for path, plain, nulls in pairs:
         without = await probe.call(path, plain)
         answer = await probe.call(path, {**plain, **nulls})
+        if path == "/v1/recall":  # an answer a language model writes may differ from call to call
+            without, answer = without["citations"], answer["citations"]
         require(answer == without, f"{path} with {nulls} answered {answer}, without them {without}")
     # A null in meta at the top refuses as its absence does: by the rules (400), not by the shape.
     blank = probe.document(" ")

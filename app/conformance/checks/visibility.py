@@ -47,7 +47,8 @@ async def _counted(probe: Probe, item_id: str, token: str, scope: dict[str, Any]
 
 
 async def _cited(probe: Probe, item_id: str, token: str, scope: dict[str, Any]) -> bool:
-    body = {"question": f"what are the {token} notes", "limit": 3, "filter": scope}
+    # Recall need cite only one of the items its filter admits: this filter admits only the new one.
+    body = {"question": f"what are the {token} notes", "limit": 3, "filter": {**scope, "tags_any": [token]}}
     answer = await probe.call("/v1/recall", body)
     require(bool(answer["answer"].strip()), "recall answered a blank answer")
     return item_id in [c["id"] for c in answer["citations"]]
