@@ -61,15 +61,18 @@ async def run_checks(client: httpx.AsyncClient, checks: Iterable[Check]) -> list
 
 
 def surprises(outcomes: Sequence[Outcome], known: Collection[str] = ()) -> list[str]:
-    """What fails the run: a check that failed unless it is ``known`` to (``family/name``), and a known
-    failure that passed or names no check, so that a list of known failures never goes stale."""
+    """What fails the run: a check that failed and is not ``known`` to (``family/name``), and ``stale``."""
+    unexpected = sorted({o.path for o in outcomes if not o.passed} - set(known))
+    return [f"{path} failed" for path in unexpected] + stale(outcomes, known)
+
+
+def stale(outcomes: Sequence[Outcome], known: Collection[str]) -> list[str]:
+    """Known failures that passed or name no check that ran: such a list fails the run, so it is kept true."""
     failed = {o.path for o in outcomes if not o.passed}
     ran = {o.path for o in outcomes}
-    return (
-        [f"{path} failed" for path in sorted(failed - set(known))]
-        + [f"{path} is a known failure but passed" for path in sorted(set(known) & ran - failed)]
-        + [f"{path} is a known failure but no such check ran" for path in sorted(set(known) - ran)]
-    )
+    return [f"{path} is a known failure but passed" for path in sorted(set(known) & ran - failed)] + [
+        f"{path} is a known failure but no such check ran" for path in sorted(set(known) - ran)
+    ]
 
 
 def print_lines(outcomes: Sequence[Outcome], out: TextIO, known: Collection[str] = ()) -> None:
@@ -78,9 +81,8 @@ def print_lines(outcomes: Sequence[Outcome], out: TextIO, known: Collection[str]
         mark = "pass" if outcome.passed else "FAIL"
         line = f"{mark}  {outcome.path}"
         print(line + (f": {outcome.reason}" if outcome.reason else ""), file=out)
-    for surprise in surprises(outcomes, known) if known else ():
-        if "known failure" in surprise:
-            print(f"stale  {surprise}", file=out)
+    for line in stale(outcomes, known):
+        print(f"stale  {line}", file=out)
     print(summary(outcomes, known), file=out)
 
 

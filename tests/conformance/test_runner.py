@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx
 
 from app.conformance.kit import Check, Failed, Probe
-from app.conformance.runner import run_checks
+from app.conformance.runner import Outcome, run_checks, surprises
 from app.embeddings.wordllama import WordLlamaEmbedder
 from app.engine.reference import ReferenceEngine
 from app.main import create_app
@@ -44,3 +44,11 @@ async def test_each_outcome_is_reported_and_the_namespace_forgotten(embedder: Wo
     assert outcomes[1].reason == "the reason"
     assert "KeyError" in outcomes[2].reason
     assert left == []
+
+
+def test_known_failures_fail_the_run_once_they_pass() -> None:
+    outcomes = [Outcome("f", "a", False, "why", 0.0), Outcome("f", "b", True, "", 0.0)]
+    assert surprises(outcomes) == ["f/a failed"]
+    assert surprises(outcomes, ["f/a"]) == []
+    assert surprises(outcomes, ["f/a", "f/b"]) == ["f/b is a known failure but passed"]
+    assert surprises(outcomes, ["f/a", "f/c"]) == ["f/c is a known failure but no such check ran"]
