@@ -102,6 +102,9 @@ class Settings(BaseSettings):
     # HTTP.
     api_keys: SecretStr | None = None
     api_keys_file: Path | None = None
+    # Serve with no key on an address beyond loopback: every route open to whoever reaches the port.
+    # Off, `serve` refuses such an address until a key is set or this says the service is open on purpose.
+    allow_open_access: bool = False
     max_body_bytes: int = Field(default=8 * 1024 * 1024, ge=1)
     cors_origins: str = ""
     log_level: Literal["debug", "info", "warning", "error"] = "info"
@@ -227,6 +230,16 @@ class Settings(BaseSettings):
         if self.api_keys_file is not None:
             keys += [k.strip() for k in self.api_keys_file.read_text().splitlines()]
         return [k for k in keys if k and not k.startswith("#")]
+
+    @model_validator(mode="after")
+    def _a_key_list_names_a_key(self) -> Settings:
+        # Set but empty (a variable that expanded to nothing, a file of comments) is a mistake, not
+        # "no authentication": failing here keeps it from opening every route.
+        if (self.api_keys is not None or self.api_keys_file is not None) and not self.api_key_list():
+            raise ValueError(
+                "ENGRAM_API_KEYS(_FILE) is set but holds no key: give at least one, or unset it to serve without keys"
+            )
+        return self
 
     @model_validator(mode="after")
     def _keys_a_header_can_carry(self) -> Settings:

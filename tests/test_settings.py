@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from app.cli import main
+from app.cli import is_loopback, main
 from app.contract.limits import DEFAULT_LIMITS, Limits
 from app.engine.postgres.schema import async_url
 from app.settings import Settings
@@ -43,6 +43,54 @@ def test_a_wrong_setting_is_one_line_naming_its_variable(
     [line] = out.err.splitlines()
     assert line.startswith("engram: configuration error: ") and variable in line
     assert "SuperSecret123" not in out.err + out.out and "Traceback" not in out.err
+
+
+@pytest.mark.parametrize("value", ["", " ", " , ,", "# a comment only"])
+def test_a_key_list_that_names_no_key_stops_the_start(
+    value: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Set but empty (a variable that expanded to nothing) fails closed instead of opening every route."""
+    if value.startswith("#"):
+        keys = tmp_path / "keys"
+        keys.write_text(value + "\n\n")
+        monkeypatch.setenv("ENGRAM_API_KEYS_FILE", str(keys))
+    else:
+        monkeypatch.setenv("ENGRAM_API_KEYS", value)
+    assert main(["serve", "--port", "0"]) == 2
+    [line] = capsys.readouterr().err.splitlines()
+    assert line.startswith("engram: configuration error: ENGRAM_API_KEYS(_FILE) is set but holds no key")
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "::", "192.168.1.10", "engram.example"])
+def test_serving_beyond_loopback_without_a_key_is_refused(
+    host: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    monkeypatch.setenv("ENGRAM_DATA_DIR", str(tmp_path / "never-made"))
+    assert main(["serve", "--host", host, "--port", "0"]) == 2
+    out = capsys.readouterr()
+    [line] = out.err.splitlines()
+    assert line.startswith(f"engram: configuration error: {host} is reachable beyond this machine")
+    assert "ENGRAM_ALLOW_OPEN_ACCESS=true" in line and not out.out
+    assert not (tmp_path / "never-made").exists(), "refused before the database starts"
+
+
+@pytest.mark.parametrize(
+    ("host", "loopback"),
+    [
+        ("127.0.0.1", True),
+        ("127.8.0.1", True),
+        ("::1", True),
+        ("[::1]", True),
+        ("localhost", True),
+        ("LocalHost", True),
+        ("0.0.0.0", False),
+        ("::", False),
+        ("10.0.0.1", False),
+        ("localhost.example", False),
+    ],
+)
+def test_loopback_is_an_address_only_this_machine_reaches(host: str, loopback: bool) -> None:
+    assert is_loopback(host) is loopback
 
 
 def test_a_port_is_0_to_65535(capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,4 +1,4 @@
-"""A reference engine with one fault injected, and which checks of a family catch it."""
+"""A reference engine with one fault injected, and the check of a family that must catch it."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from app.contract.meta import Filter, Meta
 from app.embeddings.protocol import Embedder
 from app.engine.reference import ReferenceEngine, _Record
-from tests.conformance.support import outcomes_against
+from tests.conformance.support import failed, failing_names, outcomes_against
 
 
 @dataclass(frozen=True)
@@ -23,9 +23,10 @@ class Fault:
         return self.name
 
 
-async def failing_checks(engine: ReferenceEngine, family: str) -> list[str]:
-    """The names of the family's checks that fail against ``engine``."""
-    return [o.name for o in await outcomes_against(engine, [family]) if not o.passed]
+async def assert_caught(fault: Fault, embedder: Embedder, family: str) -> None:
+    """The fault's check is among the family's failures against the broken service."""
+    outcomes = await outcomes_against(fault.build(embedder), [family])
+    assert fault.caught_by in failing_names(outcomes), failed(outcomes)
 
 
 Admits = Callable[[Filter, str, Meta], bool]

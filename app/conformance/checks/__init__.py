@@ -1,3 +1,13 @@
 """The checks, a module per family of the contract; importing this package registers them all."""
 
-from app.conformance.checks import cursors, envelope, explore, filters, ranking, recall  # noqa: F401
+from app.conformance.checks import (  # noqa: F401
+    cursors,
+    envelope,
+    explore,
+    filters,
+    ranking,
+    recall,
+    requests,
+    visibility,
+    writes,
+)
