@@ -109,6 +109,14 @@ class ScoresNotInOrder(Reranked):
         return [(i, r, s) for (i, r, _), s in zip(ranked, scores, strict=True)]
 
 
+class LaterPagesWorstFirst(ReferenceEngine):
+    """The first page is best first; every page after it comes worst first."""
+
+    async def fetch(self, request: FetchRequest) -> FetchPage:
+        page = await super().fetch(request)
+        return page if request.cursor is None else page.model_copy(update={"hits": page.hits[::-1]})
+
+
 class ServesModesItDoesNotList(ReferenceEngine):
     def __init__(self, embedder: Embedder) -> None:
         super().__init__(embedder)
@@ -142,6 +150,7 @@ FAULTS = [
     Fault("hybrid drops what only vector finds", HybridOnlyKeyword, "every_mode_returns_min_of_limit_and_matches"),
     Fault("vector worst first", WorstFirst, "hits_come_best_first"),
     Fault("scores out of order", ScoresNotInOrder, "hits_come_best_first"),
+    Fault("later pages worst first", LaterPagesWorstFirst, "hits_come_best_first"),
     Fault("keyword without stemming", scoring(unstemmed), "keyword_matches_stemmed_terms_and_only_them"),
     Fault("keyword by substring", scoring(by_substring), "keyword_matches_stemmed_terms_and_only_them"),
     Fault("keyword matches stop words", scoring(counting_stop_words), "stop_words_alone_match_nothing"),
