@@ -13,10 +13,11 @@ from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import HTMLResponse, JSONResponse
 
 from app import __version__
-from app.api import errors
+from app.api import errors, keys
 from app.api.openapi import build_openapi
 from app.api.perimeter import Perimeter
 from app.api.routes import router
+from app.engine.keys import Keys
 from app.engine.protocol import MemoryEngine
 from app.settings import Settings
 
@@ -37,6 +38,7 @@ def create_app(settings: Settings | None = None, engine_factory: EngineFactory =
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         app.state.engine = await engine_factory(settings)
+        app.state.keys = Keys(app.state.engine.keys)
         try:
             yield
         finally:
@@ -53,6 +55,7 @@ def create_app(settings: Settings | None = None, engine_factory: EngineFactory =
         redirect_slashes=False,
     )
     app.include_router(router)
+    app.include_router(keys.router)
     errors.install(app)
     document: dict[str, Any] = {}
 

@@ -21,13 +21,19 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
 from pydantic import TypeAdapter, ValidationError
 
+from app.contract.access import Access
 from app.engine.protocol import MemoryEngine
+from app.engine.scoped import ScopedEngine
 
 
 async def engine_of(request: Request) -> MemoryEngine:
-    """The engine create_app opened. Async so FastAPI calls it on the loop: a plain ``def``
-    dependency costs a thread hop per request."""
-    return request.app.state.engine  # type: ignore[no-any-return]
+    """The engine create_app opened, as the caller's key may use it (app/engine/scoped.py). Async so
+    FastAPI calls it on the loop: a plain ``def`` dependency costs a thread hop per request."""
+    engine: MemoryEngine = request.app.state.engine
+    access: Access | None = request.scope.get("state", {}).get("access")
+    if access is None or (not access.is_scoped and access.allows("admin")):
+        return engine
+    return ScopedEngine(engine, access)  # type: ignore[return-value]
 
 
 def is_json(content_type: str) -> bool:

@@ -27,6 +27,7 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
 from app import __version__
+from app.contract.access import KeyRole
 from app.contract.items import LearningKind, Role
 from app.contract.meta import ItemKind, SourceKind
 from app.contract.requests import Facet, FetchMode, Health
@@ -48,6 +49,7 @@ NAMED_ENUMS: dict[str, tuple[str, ...]] = {
     "FetchMode": get_args(FetchMode),
     "Facet": get_args(Facet),
     "Role": get_args(Role),
+    "KeyRole": get_args(KeyRole),
     "LearningKind": get_args(LearningKind),
     "HealthState": get_args(Health.model_fields["state"].annotation),
 }

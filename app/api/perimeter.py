@@ -13,12 +13,24 @@ from starlette.datastructures import Headers, MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.api.envelope import client_request_id, error_response, new_request_id
-from app.contract.errors import EngineFailure, PayloadTooLarge, Unauthorized
+from app.contract.access import Access
+from app.contract.errors import EngineFailure, EngramError, PayloadTooLarge, Unauthorized
+from app.engine.keys import Keys
 
 logger = logging.getLogger("engram.http")
 
 # The one route open without a key: orchestrators probe it.
 OPEN_ROUTES = {("GET", "/v1/health"), ("HEAD", "/v1/health")}
+
+
+def _bearer(headers: Headers) -> str | None:
+    """The bearer credential, when exactly one Authorization header carries one."""
+    given = headers.getlist("authorization")
+    if len(given) != 1:  # none, or two that a proxy and the service might read differently
+        return None
+    scheme, _, credential = given[0].partition(" ")
+    credential = credential.strip()
+    return credential if scheme.lower() == "bearer" and credential else None
 
 
 class Perimeter:
@@ -30,19 +42,31 @@ class Perimeter:
         # to the CORS middleware; without it, a preflight is a request like any other.
         self._open_preflight = open_preflight
 
-    def _authorised(self, headers: Headers) -> bool:
-        given_headers = headers.getlist("authorization")
-        if len(given_headers) != 1:  # none, or two that a proxy and the service might read differently
-            return False
-        scheme, _, credential = given_headers[0].partition(" ")
-        if scheme.lower() != "bearer" or not credential:
-            return False
-        given = credential.strip().encode("utf-8", "surrogateescape")
-        # Compare against every key, in constant time each, without stopping early.
-        matched = False
-        for key in self._keys:
-            matched |= hmac.compare_digest(given, key)
-        return matched
+    async def _access(self, scope: Scope, headers: Headers) -> Access | None:
+        """What the request's credential grants; None when it must be refused (401).
+
+        A configured key (ENGRAM_API_KEYS) grants everything; a key held in the database its role
+        and reach. With neither configured nor held, the service is open and grants everything.
+        """
+        credential = _bearer(headers)
+        if credential is not None:
+            given = credential.encode("utf-8", "surrogateescape")
+            # Compare against every configured key, in constant time each, without stopping early.
+            matched = False
+            for key in self._keys:
+                matched |= hmac.compare_digest(given, key)
+            if matched:
+                return Access.everything()
+        keys: Keys | None = getattr(scope["app"].state, "keys", None) if "app" in scope else None
+        if keys is None:
+            return None if self._keys else Access.everything()
+        if credential is not None:
+            access = await keys.access_of(credential)
+            if access is not None:
+                return access
+        if self._keys or await keys.required():
+            return None
+        return Access.everything()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -67,9 +91,16 @@ class Perimeter:
             and "origin" in headers
         )
         open_route = preflight or (scope["method"], scope["path"]) in OPEN_ROUTES
-        if self._keys and not open_route and not self._authorised(headers):
-            await reply(Unauthorized("a valid bearer api key is required"))
-            return
+        if not open_route:
+            try:
+                access = await self._access(scope, headers)
+            except EngramError as error:  # the key store is unreachable: the caller may retry
+                await reply(error)
+                return
+            if access is None:
+                await reply(Unauthorized("a valid bearer api key is required"))
+                return
+            scope["state"]["access"] = access
 
         declared = headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > self._max_body:

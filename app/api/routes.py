@@ -39,6 +39,8 @@ from app.engine.protocol import MemoryEngine
 _ERROR_TEXT = {
     400: "The request fits the schema but the contract refuses it (`invalid_request`).",
     401: "The API key is missing or wrong (`unauthorized`).",
+    403: "The key may not do this, or not in this namespace (`forbidden`).",
+    404: "No such key (`not_found`).",
     413: "The body is over the configured limit (`payload_too_large`).",
     422: "The body does not fit the schema (`invalid_request`); `details` names the fields.",
     500: "The engine failed (`engine`) or the service is misconfigured (`config`).",

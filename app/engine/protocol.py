@@ -23,10 +23,14 @@ from app.contract.requests import (
     RecallRequest,
     StoreReceipt,
 )
+from app.engine.keys import KeyStore
 
 
 class MemoryEngine(Protocol):
     """Every method validates its request first, so every engine refuses the same call the same way."""
+
+    keys: KeyStore
+    """The API keys held beside the items."""
 
     @property
     def descriptor(self) -> EngineDescriptor: ...

@@ -46,6 +46,7 @@ from app.engine.context import ThreadKey, texts_to_embed, thread_of
 from app.engine.cursors import CursorCodec, listing_position, scope_of
 from app.engine.fusion import fuse
 from app.engine.grounded import GroundedAnswerer
+from app.engine.keys import MemoryKeys
 from app.engine.keywords import MAX_TERMS, STOP_WORDS, WORD, KeywordQuery, stem
 
 
@@ -102,6 +103,7 @@ class ReferenceEngine:
         self._seq = 0
         self._lock = asyncio.Lock()
         self._cursors = CursorCodec(secrets.token_bytes(32))
+        self.keys = MemoryKeys()
         self._descriptor = EngineDescriptor(
             id="reference",
             label="Reference (in memory)",

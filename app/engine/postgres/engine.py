@@ -54,6 +54,7 @@ from app.engine.postgres.errors import classify, database_errors
 from app.engine.postgres.facets import FacetFolder
 from app.engine.postgres.filters import filter_predicate
 from app.engine.postgres.indexer import VectorIndexer, backlog_size, index_everything
+from app.engine.postgres.keys import PostgresKeys
 from app.engine.postgres.options import EngineOptions
 from app.engine.postgres.pool import Pools, execute, fetch, fetchval
 from app.engine.postgres.queries.facets import folds_facet, plan_explore
@@ -113,6 +114,7 @@ class PostgresEngine:
         self._embedder = embedder
         self._limits = limits
         self._cursors = CursorCodec(cursor_secret)
+        self.keys = PostgresKeys(self.run)
         self._descriptor = EngineDescriptor(
             id="postgres",
             label="PostgreSQL + pgvector",

@@ -10,6 +10,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from app.contract.access import ScopedFilter
 from app.contract.meta import Filter
 from app.contract.namespaces import Namespace, Reach
 
@@ -76,6 +77,8 @@ def filter_predicate(request_filter: Filter, prefix: str = "f") -> Predicate:
     pred = Predicate(prefix)
     if request_filter.reach is not None:
         pred.add_reach(request_filter.reach)
+    if isinstance(request_filter, ScopedFilter):
+        pred.add_reach(request_filter.within)
     # Exact fields become one jsonb containment test, served by the GIN index on meta.
     contained: dict[str, Any] = dict(request_filter.exact_fields())
     if request_filter.source_id is not None:
