@@ -73,7 +73,8 @@ class KeyInfo(Answer):
     revoked_at: Instant | None = None
 
     def access(self) -> Access:
-        return Access(role=self.role, reach=self.reach, key_id=self.id)
+        everything = self.reach.node.is_root and self.reach.descendants
+        return Access(role=self.role, reach=None if everything else self.reach, key_id=self.id)
 
     def usable(self, now: datetime) -> bool:
         return self.revoked_at is None and (self.expires_at is None or now < self.expires_at)
