@@ -1,4 +1,4 @@
-"""The ``engram`` command: serve, migrate, openapi, reembed, eval, conformance."""
+"""The ``engram`` command: serve, migrate, keys, openapi, reembed, eval, conformance."""
 
 from __future__ import annotations
 
@@ -11,11 +11,15 @@ import os
 import signal
 import sys
 from collections.abc import Awaitable, Callable, Iterator
+from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import ValidationError
 
-from app.contract.errors import EngramError
+from app.contract.errors import EngramError, InvalidRequest
+from app.contract.keys import KeyList
+from app.contract.meta import format_instant
+from app.contract.wire import wire_json
 from app.settings import Settings
 
 
@@ -125,6 +129,56 @@ def _migrate(args: argparse.Namespace, settings: Settings) -> int:
         schema.upgrade(url, embedding_dim=dimension, text_search_config=settings.text_search_config)
     print(f"engram: schema of {schema.redacted(url)} is at {schema.head_revision()}", flush=True)
     return 0
+
+
+def _keys(args: argparse.Namespace, settings: Settings) -> int:
+    from app.contract.keys import KeyInfo, KeyRequest
+    from app.engine.postgres.service import open_postgres_engine
+
+    def line(key: KeyInfo) -> str:
+        reach = key.reach
+        scope = f"{reach.at}{' +ancestors' if reach.inherit else ''}{' +descendants' if reach.descendants else ''}"
+        state = "revoked" if key.revoked_at else ("expired" if not key.usable(datetime.now(UTC)) else "active")
+        used = format_instant(key.last_used_at) if key.last_used_at else "never"
+        return f"{key.id}  {key.role:<5}  {state:<7}  {scope}  {key.name!r}  last used {used}"
+
+    async def run() -> int:
+        logging.getLogger("engram").setLevel(logging.WARNING)  # the output is the keys, not how they were reached
+        engine = await open_postgres_engine(settings)
+        try:
+            if args.keys_command == "create":
+                request = KeyRequest.model_validate(
+                    {
+                        "name": args.name,
+                        "role": args.role,
+                        "reach": {"at": args.at, "inherit": args.inherit, "descendants": args.descendants},
+                        "expires_at": args.expires_at,
+                    }
+                )
+                made = await engine.keys.create(request)
+                if args.json:
+                    print(wire_json(made))
+                else:
+                    print(line(made.key))
+                    print(f"secret: {made.secret}")
+                    print("engram: the secret is shown this once; keep it now", file=sys.stderr)
+            elif args.keys_command == "list":
+                held = await engine.keys.list()
+                if args.json:
+                    print(wire_json(KeyList(keys=held)))
+                for key in [] if args.json else held:
+                    print(line(key))
+            else:
+                print(line(await engine.keys.revoke(args.id)))
+        finally:
+            await engine.close()
+        return 0
+
+    try:
+        return asyncio.run(run())
+    except ValidationError as error:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg'].lower()}" for e in error.errors())
+        raise InvalidRequest(problems) from None
 
 
 def _openapi(args: argparse.Namespace, settings: Settings) -> int:
@@ -279,6 +333,25 @@ def build_parser() -> argparse.ArgumentParser:
     serve.set_defaults(run=_serve)
     commands.add_parser("migrate", help="bring the database schema up to date").set_defaults(run=_migrate)
     commands.add_parser("openapi", help="print the OpenAPI document").set_defaults(run=_openapi)
+    keys = commands.add_parser("keys", help="make, list and revoke API keys bound to a namespace reach")
+    keys.set_defaults(run=_keys)
+    key_commands = keys.add_subparsers(dest="keys_command", required=True)
+    create = key_commands.add_parser("create", help="make a key; its secret is printed this once")
+    create.add_argument("--name", required=True, help="what the key is for, as listings show it")
+    create.add_argument("--role", choices=("read", "write", "admin"), required=True)
+    create.add_argument("--at", default="root", metavar="NAMESPACE", help="the reach's namespace (default root)")
+    create.add_argument(
+        "--inherit", action=argparse.BooleanOptionalAction, default=True, help="also read the ancestors (default on)"
+    )
+    create.add_argument(
+        "--descendants", action=argparse.BooleanOptionalAction, default=False, help="also the subtree (default off)"
+    )
+    create.add_argument("--expires-at", metavar="RFC3339", help="when it stops working (default never)")
+    create.add_argument("--json", action="store_true", help="print the key and its secret as JSON")
+    listing = key_commands.add_parser("list", help="every key, revoked ones included, without secrets")
+    listing.add_argument("--json", action="store_true")
+    revoke = key_commands.add_parser("revoke", help="revoke a key: refused on every replica within a second")
+    revoke.add_argument("id")
     reembed = commands.add_parser("reembed", help="re-embed every item with the configured embedder")
     reembed.add_argument("--batch-size", type=int, default=256)
     reembed.set_defaults(run=_reembed)

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
 from typing import Any
 
 import httpx
 import pytest
 
+from app.engine.keys import FRESH_S
 from tests.support.engines import ClientFactory
+from tests.support.scratch import run_engram
 
 ALICE = "team:acme/user:alice"
 BOB = "team:acme/user:bob"
@@ -180,3 +184,28 @@ async def test_the_first_key_made_on_an_open_service_closes_it(make_client: Clie
         assert (await client.post("/v1/list", json={"limit": 1})).status_code == 401
         key = bearer(made.json()["secret"])
         assert (await client.post("/v1/list", json={"limit": 1}, headers=key)).status_code == 200
+
+
+async def test_the_cli_makes_lists_and_revokes_keys(make_client: ClientFactory, database_url: str) -> None:
+    """``engram keys``: a key made on the command line works over HTTP at once, and stops when revoked."""
+    settings = {"database_url": database_url, "embedder": "wordllama", "embedding_dim": "256"}
+    async with make_client(api_keys="boot") as client:
+        made = await asyncio.to_thread(
+            run_engram, "keys", "create", "--name", "alice's agent", "--role", "write", "--at", ALICE, **settings
+        )
+        assert made.returncode == 0, made.stderr
+        [listed_line, secret_line] = made.stdout.splitlines()
+        assert "the secret is shown this once" in made.stderr
+        key_id, secret = listed_line.split()[0], secret_line.removeprefix("secret: ")
+        assert f"{ALICE} +ancestors" in listed_line and "'alice's agent'" in listed_line.replace('"', "'")
+        stored = await client.post("/v1/store", json=learning("via the cli", ALICE), headers=bearer(secret))
+        assert stored.status_code == 201
+        held = await asyncio.to_thread(run_engram, "keys", "list", "--json", **settings)
+        assert secret not in held.stdout and json.loads(held.stdout)["keys"][0]["id"] == key_id
+        revoked = await asyncio.to_thread(run_engram, "keys", "revoke", key_id, **settings)
+        assert revoked.returncode == 0 and "revoked" in revoked.stdout
+        await asyncio.sleep(FRESH_S)  # another process revoked it: this one reads the key again within FRESH_S
+        refused = await client.post("/v1/list", json={"limit": 1}, headers=bearer(secret))
+        assert refused.status_code == 401
+        bad = await asyncio.to_thread(run_engram, "keys", "create", "--name", " ", "--role", "read", **settings)
+        assert bad.returncode == 2 and bad.stderr.startswith("engram: invalid request: name must not be blank")
