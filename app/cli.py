@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from app.contract.errors import EngramError, InvalidRequest
+from app.contract.errors import ConfigError, EngramError, InvalidRequest
 from app.contract.keys import KeyList
 from app.contract.meta import format_instant
 from app.contract.wire import wire_json
@@ -30,16 +30,6 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
     from app.engine.protocol import MemoryEngine
     from app.main import create_app, open_engine
 
-    keys = len(settings.api_key_list())
-    open_on_purpose = settings.allow_open_access or args.allow_open_access
-    if not keys and not is_loopback(args.host) and not open_on_purpose:
-        print(
-            f"engram: configuration error: {args.host} is reachable beyond this machine and no API key is set: "
-            "set ENGRAM_API_KEYS, or ENGRAM_ALLOW_OPEN_ACCESS=true (--allow-open-access) to serve every route "
-            "to anyone on purpose",
-            file=sys.stderr,
-        )
-        return 2
     database = (
         redacted(settings.database_url.get_secret_value())
         if settings.database_url
@@ -47,13 +37,6 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
     )
     print(f"engram: database {database}", flush=True)
     print(f"engram: embedder {settings.embedder}", flush=True)
-    if keys:
-        access = f"{keys} API key{'s' if keys != 1 else ''}"
-    elif is_loopback(args.host):
-        access = "none: every route is open to this machine (ENGRAM_API_KEYS)"
-    else:
-        access = f"none: every route is open to anyone who reaches {args.host} (ENGRAM_ALLOW_OPEN_ACCESS)"
-    print(f"engram: API keys {access}", flush=True)
     opened: list[MemoryEngine] = []
 
     async def engine_opened_before_start(_: Settings) -> MemoryEngine:
@@ -63,7 +46,14 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
         async def serve(self, sockets: Any = None) -> None:
             # The engine opens before uvicorn starts, in uvicorn's own loop: a database that is
             # behind or was made for another embedder ends the command with one line, not a traceback.
-            opened.append(await open_engine(settings))
+            engine = await open_engine(settings)
+            opened.append(engine)
+            try:
+                access = access_summary(settings, args, held=await engine.keys.any())
+            except EngramError:
+                await engine.close()
+                raise
+            print(f"engram: API keys {access}", flush=True)
             await super().serve(sockets)
 
         async def startup(self, sockets: Any = None) -> None:
@@ -93,6 +83,25 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
     signal.signal(signal.SIGTERM, _interrupt)
     Server(config).run()
     return 0
+
+
+def access_summary(settings: Settings, args: argparse.Namespace, *, held: bool) -> str:
+    """Who may call the service, as the start-up line says it; a service that would be open to
+    the network by mistake (no key configured or held, an address beyond loopback) is refused."""
+    configured = len(settings.api_key_list())
+    keys = [f"{configured} configured"] if configured else []
+    keys += ["keys held in the database (engram keys list)"] if held else []
+    if keys:
+        return ", ".join(keys)
+    if is_loopback(args.host):
+        return "none: every route is open to this machine (ENGRAM_API_KEYS, engram keys create)"
+    if settings.allow_open_access or args.allow_open_access:
+        return f"none: every route is open to anyone who reaches {args.host} (ENGRAM_ALLOW_OPEN_ACCESS)"
+    raise ConfigError(
+        f"{args.host} is reachable beyond this machine and no API key is set: set ENGRAM_API_KEYS or make one "
+        "with engram keys create, or set ENGRAM_ALLOW_OPEN_ACCESS=true (--allow-open-access) to serve every "
+        "route to anyone on purpose"
+    )
 
 
 def is_loopback(host: str) -> bool:

@@ -3,12 +3,14 @@ its variable, never the value (it may be a secret) and never a traceback."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import fields, replace
 from pathlib import Path
 
 import pytest
 
-from app.cli import is_loopback, main
+from app.cli import access_summary, build_parser, is_loopback, main
+from app.contract.errors import ConfigError
 from app.contract.limits import DEFAULT_LIMITS, Limits
 from app.engine.postgres.schema import async_url
 from app.settings import Settings
@@ -62,16 +64,21 @@ def test_a_key_list_that_names_no_key_stops_the_start(
 
 
 @pytest.mark.parametrize("host", ["0.0.0.0", "::", "192.168.1.10", "engram.example"])
-def test_serving_beyond_loopback_without_a_key_is_refused(
-    host: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
-) -> None:
-    monkeypatch.setenv("ENGRAM_DATA_DIR", str(tmp_path / "never-made"))
-    assert main(["serve", "--host", host, "--port", "0"]) == 2
-    out = capsys.readouterr()
-    [line] = out.err.splitlines()
-    assert line.startswith(f"engram: configuration error: {host} is reachable beyond this machine")
-    assert "ENGRAM_ALLOW_OPEN_ACCESS=true" in line and not out.out
-    assert not (tmp_path / "never-made").exists(), "refused before the database starts"
+def test_serving_beyond_loopback_without_a_key_is_refused(host: str) -> None:
+    args = build_parser().parse_args(["serve", "--host", host])
+    with pytest.raises(ConfigError, match=f"{re.escape(host)} is reachable beyond this machine and no API key"):
+        access_summary(Settings(), args, held=False)
+    opened = build_parser().parse_args(["serve", "--host", host, "--allow-open-access"])
+    assert access_summary(Settings(), opened, held=False).startswith(
+        f"none: every route is open to anyone who reaches {host}"
+    )
+    assert access_summary(Settings(allow_open_access=True), args, held=False).startswith(
+        "none: every route is open to anyone"
+    )
+    assert access_summary(Settings(api_keys="k1,k2"), args, held=False) == "2 configured"
+    assert access_summary(Settings(), args, held=True) == "keys held in the database (engram keys list)"
+    local = build_parser().parse_args(["serve"])
+    assert access_summary(Settings(), local, held=False).startswith("none: every route is open to this machine")
 
 
 @pytest.mark.parametrize(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
 from typing import Any
 
 import httpx
@@ -11,6 +12,7 @@ import pytest
 
 from app.engine.keys import FRESH_S
 from tests.support.engines import ClientFactory
+from tests.support.processes import ENGRAM, engram_env, free_port, wait_until_answering
 from tests.support.scratch import run_engram
 
 ALICE = "team:acme/user:alice"
@@ -209,3 +211,38 @@ async def test_the_cli_makes_lists_and_revokes_keys(make_client: ClientFactory, 
         assert refused.status_code == 401
         bad = await asyncio.to_thread(run_engram, "keys", "create", "--name", " ", "--role", "read", **settings)
         assert bad.returncode == 2 and bad.stderr.startswith("engram: invalid request: name must not be blank")
+
+
+async def test_serve_beyond_loopback_starts_once_a_key_is_held(pg_engine: Any, database_url: str) -> None:
+    """No key configured or held: refused on 0.0.0.0; a key made with ``engram keys create``: served, key required."""
+    settings = {"database_url": database_url, "embedder": "wordllama", "embedding_dim": "256"}
+    port = str(free_port())
+    refused = await asyncio.to_thread(run_engram, "serve", "--host", "0.0.0.0", "--port", port, **settings)
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr
+    assert "engram: configuration error: 0.0.0.0 is reachable beyond this machine" in refused.stderr
+    made = await asyncio.to_thread(run_engram, "keys", "create", "--name", "ops", "--role", "admin", **settings)
+    assert made.returncode == 0, made.stderr
+    server = await asyncio.to_thread(
+        subprocess.Popen,
+        [ENGRAM, "serve", "--host", "0.0.0.0", "--port", port],
+        env=engram_env(**settings),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        url = f"http://127.0.0.1:{port}"
+        await asyncio.to_thread(
+            wait_until_answering,
+            f"{url}/v1/health",
+            server,
+            what="engram serve",
+            timeout_s=120,
+            output=lambda: str(server.communicate()),
+        )
+        async with httpx.AsyncClient(base_url=url) as client:
+            assert (await client.post("/v1/list", json={"limit": 1})).status_code == 401
+    finally:
+        server.terminate()
+        out, _ = server.communicate(timeout=60)
+    assert "engram: API keys keys held in the database (engram keys list)" in out
