@@ -140,6 +140,7 @@ async def test_upgrade_downgrade_upgrade_keeps_what_it_promises(
         "engram_sketch_postings",
         "engram_facet_counts",
         "engram_settings",
+        "engram_keys",
     }
 
     engine = await PostgresEngine.connect(url, embedder)
