@@ -30,10 +30,12 @@ _UNKNOWN: Any = object()  # the body a problem was found in, when the error does
 _QUOTED = re.compile(r"('[^']*')")
 _SHAPE = frozenset({"missing", "extra_forbidden", "model_type", "dict_type"})
 MAX_PROBLEMS = 20
+NOT_JSON = "the body is not valid json"
 
 
-def _walk(location: Sequence[Any], body: Any) -> tuple[str, tuple[str, str] | None]:
-    """The field a problem is at, as the client wrote it, and the plain union member it was found in.
+def _walk(location: Sequence[Any], body: Any) -> tuple[str, tuple[str, str] | None, Any]:
+    """The field a problem is at, as the client wrote it, the plain union member it was found in,
+    and the value the client sent there (``_UNKNOWN`` when it sent none).
 
     Pydantic's location also names the union member it tried (an item's ``type``, a model's class
     name), which the client never wrote: a name that is not a key of the object at hand is one,
@@ -58,7 +60,7 @@ def _walk(location: Sequence[Any], body: Any) -> tuple[str, tuple[str, str] | No
         else:
             node = _UNKNOWN
         path += f".{part}" if path else str(part)
-    return shortened(path) or "body", member
+    return shortened(path) or "body", member, node
 
 
 def _lowercase(message: str) -> str:
@@ -66,34 +68,53 @@ def _lowercase(message: str) -> str:
     return "".join(piece if _QUOTED.fullmatch(piece) else piece.lower() for piece in _QUOTED.split(message))
 
 
+def _required(sent: Any) -> str:
+    """A required field sent as ``null`` is missing (contract, introduction): the answer says why."""
+    return "field required (null means unset)" if sent is None else "field required"
+
+
 def _problems(error: RequestValidationError) -> list[dict[str, str]]:
     body = getattr(error, "body", None)
     found = []
     for issue in error.errors():
         kind = issue.get("type", "")
-        field, member = _walk(issue.get("loc", ()), _UNKNOWN if body is None else body)
+        field, member, sent = _walk(issue.get("loc", ()), _UNKNOWN if body is None else body)
         if kind == "json_invalid":
-            field, problem = "body", "the body is not valid json"
+            field, problem = "body", str(issue.get("ctx", {}).get("problem", NOT_JSON))
+        elif kind == "union_tag_not_found":  # the tag's value is what the client sent, or did not
+            sent = (
+                sent.get(str(issue.get("ctx", {}).get("discriminator", "")).strip("'"), _UNKNOWN)
+                if isinstance(sent, dict)
+                else _UNKNOWN
+            )
+            problem = _required(sent)
         elif kind == "missing":
-            problem = "field required"
+            problem = _required(sent)
         elif kind == "extra_forbidden":
             problem = "unknown field"
+        elif kind in ("model_type", "model_attributes_type", "dict_type"):
+            problem = "input should be an object"
         else:
             problem = _lowercase(shortened(str(issue.get("msg", "invalid value"))))
         if kind in ("union_tag_invalid", "union_tag_not_found"):
             tag = str(issue.get("ctx", {}).get("discriminator", "")).strip("'")
             field = f"{field}.{tag}" if field != "body" else tag
-        found.append((member, kind, {"field": field, "problem": problem.rstrip(".")}))
+        # A member's field that the client sent as null was meant: its absence is no misfit.
+        misfit = kind in _SHAPE and not (kind == "missing" and sent is None)
+        found.append((member, misfit, {"field": field, "problem": problem.rstrip(".")}))
     # Of a plain union's members, keep the problems of those the body's shape fits best: a text body
     # given a number is that problem, not also a uri body missing its uri.
     misfits: dict[tuple[str, str], int] = {}
-    for member, kind, _ in found:
+    for member, misfit, _ in found:
         if member is not None:
-            misfits[member] = misfits.get(member, 0) + (kind in _SHAPE)
+            misfits[member] = misfits.get(member, 0) + misfit
     best: dict[str, int] = {}
     for (where, _), count in misfits.items():
         best[where] = min(count, best.get(where, count))
-    kept = [problem for member, _, problem in found if member is None or misfits[member] == best[member[0]]]
+    kept = []
+    for member, _, problem in found:
+        if (member is None or misfits[member] == best[member[0]]) and problem not in kept:
+            kept.append(problem)
     # A body can hold millions of wrong values: the answer names the first few, as a compiler would.
     return kept[:MAX_PROBLEMS]
 

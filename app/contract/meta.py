@@ -6,22 +6,13 @@ import re
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import (
-    AfterValidator,
-    BaseModel,
-    BeforeValidator,
-    ConfigDict,
-    Field,
-    PlainSerializer,
-    Strict,
-    model_validator,
-)
+from pydantic import AfterValidator, BeforeValidator, Field, PlainSerializer, Strict
 from pydantic_core import PydanticCustomError
 
+from app.contract.closed import Closed
 from app.contract.errors import InvalidRequest
 from app.contract.limits import DEFAULT_LIMITS, Limits
 from app.contract.namespaces import Namespace, Reach, normalise_namespace
-from app.contract.nulls import drop_unset_nulls
 from app.contract.text import check_storable
 
 SourceKind = Literal["folder", "file", "conversation", "agent", "import"]
@@ -75,21 +66,6 @@ Instant = Annotated[
     AfterValidator(_to_utc),
     PlainSerializer(format_instant, return_type=str, when_used="json"),
 ]
-
-
-class Closed(BaseModel):
-    """Requests are closed (an unknown key is refused) and typed strictly.
-
-    The contract's rules beyond the schema are a model's ``checked(limits)``: it refuses what the
-    contract refuses and returns the canonical copy (a name apart from pydantic's own ``validate``).
-    """
-
-    model_config = ConfigDict(extra="forbid", strict=True)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _null_is_unset(cls, data: Any) -> Any:
-        return drop_unset_nulls(cls, data)
 
 
 class Source(Closed):

@@ -410,6 +410,28 @@ async def test_forget_by_ids_and_by_filter(client: httpx.AsyncClient) -> None:
     assert [h["id"] for h in remaining] == [ids[1]]
 
 
+async def test_a_text_body_with_a_null_uri_is_stored_as_the_text_body(client: httpx.AsyncClient) -> None:
+    plain = await client.post("/v1/store", json={"type": "document", "body": {"text": "x"}})
+    with_null = await client.post("/v1/store", json={"type": "document", "body": {"text": "x", "uri": None}})
+    assert with_null.status_code == 200, with_null.text
+    assert with_null.json() == {"id": plain.json()["id"], "replayed": True}
+
+
+@pytest.mark.parametrize(
+    ("body", "fields"),
+    [
+        ({"type": "document", "body": {"text": None}}, ["body.text"]),
+        ({"type": "document", "body": {"text": None, "uri": None}}, ["body.text", "body.uri"]),  # neither
+        ({"type": None, "text": "x", "kind": "fact", "confidence": 0.5}, ["type"]),
+    ],
+)
+async def test_a_null_required_field_is_named_as_missing(
+    client: httpx.AsyncClient, body: dict[str, Any], fields: list[str]
+) -> None:
+    envelope = assert_envelope(await client.post("/v1/store", json=body), 422, "invalid_request")
+    assert envelope["details"] == [{"field": f, "problem": "field required (null means unset)"} for f in fields]
+
+
 @pytest.mark.parametrize(
     "body", [{}, {"ids": ["a"], "filter": {"kinds": ["document"]}}, {"ids": None}, {"ids": None, "filter": None}]
 )

@@ -1,0 +1,83 @@
+"""Over the wire, for every field at every depth of every request body (derived from the models):
+``null`` is the field left out, and a wrong value gets a precise 422 (contract, introduction, §7).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.support.bodies import all_fields, request_bodies, wrong_values
+from tests.support.engines import ClientFactory
+
+FIELDS = all_fields()
+ROUTES = [route for route, _ in request_bodies()]
+_QUOTED = re.compile(r"'[^']*'")
+
+
+async def answer(client: httpx.AsyncClient, route: str, body: Any) -> tuple[int, Any]:
+    """Status and body, without the request id that differs between any two calls."""
+    response = await client.post(route, json=body)
+    payload = response.json()
+    if isinstance(payload, dict):
+        payload.pop("request_id", None)
+    return response.status_code, payload
+
+
+def style_slips(text: str) -> list[str]:
+    """What contract §7 forbids in a message or a problem: Python reprs, capitals, end punctuation."""
+    bare = _QUOTED.sub("''", text)
+    slips = []
+    if "None" in text or "none'" in bare:
+        slips.append("a python repr")
+    if bare != bare.lower():
+        slips.append("uppercase outside a quoted value")
+    if text != text.strip() or text[-1:] in tuple(".!?;:,"):
+        slips.append("trailing punctuation or space")
+    return slips
+
+
+@pytest.mark.parametrize("route", ROUTES)
+async def test_a_null_optional_field_answers_as_the_field_left_out(make_client: ClientFactory, route: str) -> None:
+    differ = []
+    async with make_client() as client:
+        for field in (f for f in FIELDS if f.route == route and not f.required):
+            await client.post(route, json=field.without())  # a store is a replay from here on
+            with_null = await answer(client, route, field.body(None))
+            left_out = await answer(client, route, field.without())
+            if with_null != left_out:
+                differ.append(f"{field.name}: {with_null} != {left_out}")
+    assert not differ, "\n".join(differ)
+
+
+@pytest.mark.parametrize("route", ROUTES)
+async def test_a_null_required_field_is_a_422_naming_it(make_client: ClientFactory, route: str) -> None:
+    wrong = []
+    async with make_client() as client:
+        for field in (f for f in FIELDS if f.route == route and f.required):
+            status, body = await answer(client, route, field.body(None))
+            details = {d["field"]: d["problem"] for d in body.get("details", [])} if status == 422 else {}
+            if body.get("code") != "invalid_request" or details.get(field.name) != "field required (null means unset)":
+                wrong.append(f"{field.name}: {status} {body}")
+    assert not wrong, "\n".join(wrong)
+
+
+@pytest.mark.parametrize("route", ROUTES)
+async def test_wrong_values_in_every_field_get_precise_messages(make_client: ClientFactory, route: str) -> None:
+    slips = []
+    async with make_client() as client:
+        for field in (f for f in FIELDS if f.route == route):
+            for value in [None, *wrong_values(field.annotation)]:
+                status, body = await answer(client, route, field.body(value))
+                if status >= 500:
+                    slips.append(f"{field.name}={value!r}: {status} {body}")
+                if status < 400:
+                    continue
+                texts = [body["message"], *(d["problem"] for d in body.get("details", []))]
+                if not body["message"].startswith("invalid request: "):
+                    slips.append(f"{field.name}={value!r}: {body['message']}")
+                slips += [f"{field.name}={value!r}: {s} in {t!r}" for t in texts for s in style_slips(t)]
+    assert not slips, "\n".join(slips)
