@@ -325,6 +325,25 @@ async def test_fetch_contract_refusals_are_400(client: httpx.AsyncClient, body: 
     assert_envelope(await client.post("/v1/fetch", json=body), 400, "invalid_request")
 
 
+@pytest.mark.parametrize(
+    ("route", "body", "named"),
+    [
+        ("/v1/fetch", {"query": "\u200b", "mode": "keyword", "limit": 1}, "query"),
+        ("/v1/recall", {"question": "\ufeff \u2060", "limit": 1}, "question"),
+        ("/v1/store", {"type": "document", "body": {"text": "\u00ad"}}, "body"),
+        ("/v1/store", {"type": "conversation", "turns": [{"role": "user", "text": "\u200c\u200d"}]}, "turns[0]"),
+        ("/v1/store", {**LEARNING, "text": "\u200b\n"}, "learning"),
+        ("/v1/get", {"ids": ["\u200b"]}, "ids[0]"),
+        ("/v1/forget", {"ids": ["\ufeff"]}, "ids[0]"),
+    ],
+)
+async def test_invisible_characters_alone_are_blank(
+    client: httpx.AsyncClient, route: str, body: dict[str, Any], named: str
+) -> None:
+    envelope = assert_envelope(await client.post(route, json=body), 400, "invalid_request")
+    assert named in envelope["message"] and "blank" in envelope["message"]
+
+
 async def test_bad_json_is_422(client: httpx.AsyncClient) -> None:
     response = await client.post("/v1/fetch", content=b'{"query": ', headers={"content-type": "application/json"})
     envelope = assert_envelope(response, 422, "invalid_request")
