@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -18,6 +19,7 @@ from app.contract.errors import (
     MethodNotAllowed,
     NotFound,
     PayloadTooLarge,
+    quoted,
     shortened,
 )
 
@@ -68,6 +70,31 @@ def _lowercase(message: str) -> str:
     return "".join(piece if _QUOTED.fullmatch(piece) else piece.lower() for piece in _QUOTED.split(message))
 
 
+def _unreadable(issue: Any, body: Any) -> str:
+    """Why a body is not JSON: not UTF-8, nested too deep, or where the parser stopped."""
+    context = issue.get("ctx", {})
+    if "problem" in context:
+        return str(context["problem"])
+    location = issue.get("loc", ())
+    if not isinstance(body, str) or len(location) < 2 or not isinstance(location[1], int):
+        return NOT_JSON
+    position = location[1]
+    line = body.count("\n", 0, position) + 1
+    column = position - body.rfind("\n", 0, position)
+    reason = str(context.get("error", "")).lower()
+    return f"{NOT_JSON} ({reason} at line {line} column {column})" if reason else NOT_JSON
+
+
+def _unknown_tag(issue: Any, sent: Any) -> str:
+    """The tag as the client wrote it: quoted when a string, else as JSON (``false``, not ``'False'``)."""
+    context = issue.get("ctx", {})
+    name = str(context.get("discriminator", "")).strip("'")
+    value = sent.get(name) if isinstance(sent, dict) else context.get("tag")
+    shown = quoted(value) if isinstance(value, str) else shortened(json.dumps(value), 64)
+    expected = context.get("expected_tags", "")
+    return f"input tag {shown} found using '{name}' does not match any of the expected tags: {expected}"
+
+
 def _required(sent: Any) -> str:
     """A required field sent as ``null`` is missing (contract, introduction): the answer says why."""
     return "field required (null means unset)" if sent is None else "field required"
@@ -80,7 +107,7 @@ def _problems(error: RequestValidationError) -> list[dict[str, str]]:
         kind = issue.get("type", "")
         field, member, sent = _walk(issue.get("loc", ()), _UNKNOWN if body is None else body)
         if kind == "json_invalid":
-            field, problem = "body", str(issue.get("ctx", {}).get("problem", NOT_JSON))
+            field, problem = "body", _unreadable(issue, body)
         elif kind == "union_tag_not_found":  # the tag's value is what the client sent, or did not
             sent = (
                 sent.get(str(issue.get("ctx", {}).get("discriminator", "")).strip("'"), _UNKNOWN)
@@ -94,6 +121,10 @@ def _problems(error: RequestValidationError) -> list[dict[str, str]]:
             problem = "unknown field"
         elif kind in ("model_type", "model_attributes_type", "dict_type"):
             problem = "input should be an object"
+        elif kind == "union_tag_invalid":
+            problem = _unknown_tag(issue, sent)
+        elif kind == "value_error":  # a validator's own words, without pydantic's "Value error, "
+            problem = _lowercase(shortened(str(issue.get("ctx", {}).get("error", issue.get("msg", "invalid value")))))
         else:
             problem = _lowercase(shortened(str(issue.get("msg", "invalid value"))))
         if kind in ("union_tag_invalid", "union_tag_not_found"):
@@ -123,7 +154,8 @@ async def on_validation_error(request: Request, error: Exception) -> Response:
     assert isinstance(error, RequestValidationError)
     problems = _problems(error)
     named = ", ".join(sorted({p["field"] for p in problems}))
-    summary = f"the body does not fit the schema ({named})"
+    unreadable = any(issue.get("type") == "json_invalid" for issue in error.errors())
+    summary = problems[0]["problem"] if unreadable else f"the body does not fit the schema ({named})"
     return error_response(InvalidRequest(summary, details=problems), request_id_of(request), status=422)
 
 
@@ -139,9 +171,9 @@ async def on_http_error(request: Request, error: Exception) -> Response:
     elif error.status_code == 413:
         contract_error = PayloadTooLarge("the body is over the configured limit")
     else:
-        # FastAPI's 400 is a body its parser gave up on (bytes that are not UTF-8, nesting too
-        # deep to parse): bad JSON, so the 422 of every other unparsable body (contract §7).
-        problem = "the body is not valid json"
+        # A body FastAPI's own parser gave up on (the POST routes read theirs in endpoint.py, which
+        # says why): the 422 of every other unreadable body (contract §7).
+        problem = "the body could not be read as json"
         contract_error = InvalidRequest(problem, details=[{"field": "body", "problem": problem}])
         status = 422
     response = error_response(contract_error, request_id_of(request), status=status or contract_error.http_status)

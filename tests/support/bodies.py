@@ -201,7 +201,7 @@ def wrong_values(annotation: Any) -> list[Any]:
     if _is_union(inner):
         args = [arg for arg in get_args(inner) if arg is not type(None)]
         inner = _unwrap(args[0])[0] if len(args) == 1 else inner
-    found: list[Any] = [[True], {"k": 1}]
+    found: list[Any] = [[True], {"k": 1}, ["x"]]
     if inner not in (int, float):
         found.append(7)
     if inner is not str:
