@@ -66,6 +66,7 @@ from engram_client.models import (
     Role,
     Source,
     SourceKind,
+    StoredSource,
     StoreManyRequest,
     StoreManyResult,
     StoreReceipt,
@@ -363,7 +364,7 @@ def run(base_url: str, api_key: str) -> None:
     check(
         got_learning.meta.observed_at == observed
         and got_learning.meta.to_dict().get("observed_at") == "2026-01-02T02:04:05+00:00"
-        and isinstance(source, Source)
+        and isinstance(source, StoredSource)
         and source.kind == SourceKind.AGENT,
         "get: observed_at read back as the same instant, source defaults to agent",
         got_learning.meta,

@@ -83,3 +83,20 @@ async def test_wrong_values_in_every_field_get_precise_messages(make_client: Cli
                     slips.append(f"{field.name}={value!r}: {body['message']}")
                 slips += [f"{field.name}={value!r}: {s} in {t!r}" for t in texts for s in style_slips(t)]
     assert not slips, "\n".join(slips)
+
+
+async def test_openapi_says_optional_request_fields_take_null_and_answers_never_carry_it(
+    make_client: ClientFactory,
+) -> None:
+    from app.api.openapi import reachable
+
+    async with make_client() as client:
+        document = (await client.get("/openapi.json")).json()
+    schemas = document["components"]["schemas"]
+    requested, answered = reachable(document, "requests"), reachable(document, "answers")
+    for name in requested:
+        required = set(schemas[name].get("required", ()))
+        for key, schema in schemas[name].get("properties", {}).items():
+            assert ({"type": "null"} in schema.get("anyOf", [])) == (key not in required), f"{name}.{key}"
+    assert "Meta" in requested and "StoredMeta" in answered and not requested & answered & {"Meta", "Source"}
+    assert '"null"' not in str({name: schemas[name] for name in answered}).replace("'", '"')
