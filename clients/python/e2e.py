@@ -243,6 +243,20 @@ def run(base_url: str, api_key: str) -> None:
         again.status_code == 200 and replay.replayed and replay.id == stored["learning"],
         "store the learning again: 200, replayed, same id",
     )
+    # null in a request means unset: the same learning with every unset field sent as None.
+    with_nones = Learning(
+        text=learning.text,
+        kind=learning.kind,
+        confidence=learning.confidence,
+        evidence=learning.evidence,
+        meta=Meta(namespace=namespace, tags=["e2e", "style"], observed_at=observed, workspace=None, source=None),
+    )
+    nones = store.sync_detailed(client=api, body=with_nones)
+    replay = ok(nones, StoreReceipt, "store with None")
+    check(
+        nones.status_code == 200 and replay.replayed and replay.id == stored["learning"],
+        "store the learning with unset fields as None: the same item, replayed",
+    )
 
     # store_many: four learnings and a repeat of the document.
     batch: list[Item] = [
