@@ -87,12 +87,16 @@ def _unreadable(issue: Any, body: Any) -> str:
 
 def _unknown_tag(issue: Any, sent: Any) -> str:
     """The tag as the client wrote it: quoted when a string, else as JSON (``false``, not ``'False'``)."""
-    context = issue.get("ctx", {})
-    name = str(context.get("discriminator", "")).strip("'")
+    context, name = issue.get("ctx", {}), _tag(issue)
     value = sent.get(name) if isinstance(sent, dict) else context.get("tag")
     shown = quoted(value) if isinstance(value, str) else shortened(json.dumps(value), 64)
     expected = context.get("expected_tags", "")
     return f"input tag {shown} found using '{name}' does not match any of the expected tags: {expected}"
+
+
+def _tag(issue: Any) -> str:
+    """The key a tagged union's problem is about (``type``)."""
+    return str(issue.get("ctx", {}).get("discriminator", "")).strip("'")
 
 
 def _required(sent: Any) -> str:
@@ -108,12 +112,8 @@ def _problems(error: RequestValidationError) -> list[dict[str, str]]:
         field, member, sent = _walk(issue.get("loc", ()), _UNKNOWN if body is None else body)
         if kind == "json_invalid":
             field, problem = "body", _unreadable(issue, body)
-        elif kind == "union_tag_not_found":  # the tag's value is what the client sent, or did not
-            sent = (
-                sent.get(str(issue.get("ctx", {}).get("discriminator", "")).strip("'"), _UNKNOWN)
-                if isinstance(sent, dict)
-                else _UNKNOWN
-            )
+        elif kind == "union_tag_not_found":  # what the client sent is the object; its tag is the field
+            sent = sent.get(_tag(issue), _UNKNOWN) if isinstance(sent, dict) else _UNKNOWN
             problem = _required(sent)
         elif kind == "missing":
             problem = _required(sent)
@@ -128,8 +128,7 @@ def _problems(error: RequestValidationError) -> list[dict[str, str]]:
         else:
             problem = _lowercase(shortened(str(issue.get("msg", "invalid value"))))
         if kind in ("union_tag_invalid", "union_tag_not_found"):
-            tag = str(issue.get("ctx", {}).get("discriminator", "")).strip("'")
-            field = f"{field}.{tag}" if field != "body" else tag
+            field = f"{field}.{_tag(issue)}" if field != "body" else _tag(issue)
         # A member's field that the client sent as null was meant: its absence is no misfit.
         misfit = kind in _SHAPE and not (kind == "missing" and sent is None)
         found.append((member, misfit, {"field": field, "problem": problem.rstrip(".")}))
