@@ -11,24 +11,24 @@ from typing import Any
 import pytest
 from pydantic import TypeAdapter, ValidationError
 
-from tests.support.bodies import Field, all_fields, request_bodies
+from tests.support.bodies import BodyField, all_fields, request_bodies
 
 FIELDS = all_fields()
 ADAPTERS: dict[str, TypeAdapter[Any]] = {route: TypeAdapter(annotation) for route, annotation in request_bodies()}
 
 
-def dumped(field: Field, body: Any) -> Any:
+def dumped(field: BodyField, body: Any) -> Any:
     value = ADAPTERS[field.route].validate_python(body)
     return getattr(value, "model_dump", lambda: value)()
 
 
 @pytest.mark.parametrize("field", [f for f in FIELDS if not f.required], ids=str)
-def test_a_null_optional_field_validates_as_the_field_left_out(field: Field) -> None:
+def test_a_null_optional_field_validates_as_the_field_left_out(field: BodyField) -> None:
     assert dumped(field, field.body(None)) == dumped(field, field.without())
 
 
 @pytest.mark.parametrize("field", [f for f in FIELDS if f.required], ids=str)
-def test_a_null_required_field_is_missing(field: Field) -> None:
+def test_a_null_required_field_is_missing(field: BodyField) -> None:
     with pytest.raises(ValidationError) as raised:
         dumped(field, field.body(None))
     errors = raised.value.errors()

@@ -33,7 +33,7 @@ Path = tuple[str | int, ...]
 
 
 @dataclass(frozen=True)
-class Field:
+class BodyField:
     """One field at one depth: ``body(value)`` is a valid minimal body with the field set to it."""
 
     route: str
@@ -79,13 +79,13 @@ def _put(body: Any, path: Path, value: Any) -> Any:
     return copy
 
 
-def all_fields() -> list[Field]:
+def all_fields() -> list[BodyField]:
     return [field for route, annotation in request_bodies() for field in fields_of(route, annotation)]
 
 
-def fields_of(route: str, annotation: Any) -> Iterator[Field]:
+def fields_of(route: str, annotation: Any) -> Iterator[BodyField]:
     for base, path, child, required in _walk(annotation):
-        yield Field(route, path, child, required, base)
+        yield BodyField(route, path, child, required, base)
 
 
 def _walk(annotation: Any, tag: str | None = None) -> Iterator[tuple[Any, Path, Any, bool]]:
