@@ -16,7 +16,7 @@ import json
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
-from fastapi import HTTPException, Request, Response
+from fastapi import Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
 from pydantic import TypeAdapter, ValidationError
@@ -45,8 +45,9 @@ def is_json(content_type: str) -> bool:
 
 def read_body(body: bytes, content_type: str | None) -> Any:
     """What FastAPI hands its validation: the parsed JSON for a JSON content type, else the bytes
-    themselves (which no model accepts). Its errors, too: an empty body is a missing one, bad JSON
-    a ``json_invalid`` validation error, anything else the parser gives up on a 400."""
+    themselves (which no model accepts). An empty body is a missing one; a body that cannot be read
+    as JSON is a ``json_invalid`` problem that says why: not UTF-8, not JSON (and where), or nested
+    past the parser's depth."""
     if not body:
         raise RequestValidationError([{"type": "missing", "loc": ("body",), "msg": "Field required", "input": None}])
     if not content_type or not is_json(content_type):
@@ -54,12 +55,22 @@ def read_body(body: bytes, content_type: str | None) -> Any:
     try:
         # UTF-8 only (RFC 8259; a byte order mark is ignored): json.loads on bytes would also guess
         # UTF-16 and UTF-32.
-        return json.loads(body.decode("utf-8-sig"))
-    except json.JSONDecodeError as error:
+        text = body.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise unreadable(f"the body is not utf-8 (at byte {error.start})") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:  # as FastAPI raises it: the error handler says where
         problem = {"type": "json_invalid", "loc": ("body", error.pos), "msg": "JSON decode error", "input": {}}
         raise RequestValidationError([{**problem, "ctx": {"error": error.msg}}], body=error.doc) from None
-    except Exception:  # not UTF-8, nested past the parser's depth
-        raise HTTPException(status_code=400, detail="There was an error parsing the body") from None
+    except RecursionError:  # the parser's depth, short of the interpreter's recursion limit
+        raise unreadable("the body is nested too deep to read") from None
+
+
+def unreadable(problem: str) -> RequestValidationError:
+    """The 422 of a body that cannot be parsed at all: ``problem`` is what the client is told."""
+    issue = {"type": "json_invalid", "loc": ("body",), "msg": problem, "input": {}, "ctx": {"problem": problem}}
+    return RequestValidationError([issue])
 
 
 class JsonBodyRoute(APIRoute):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -18,6 +19,7 @@ from app.contract.errors import (
     MethodNotAllowed,
     NotFound,
     PayloadTooLarge,
+    quoted,
     shortened,
 )
 
@@ -30,10 +32,12 @@ _UNKNOWN: Any = object()  # the body a problem was found in, when the error does
 _QUOTED = re.compile(r"('[^']*')")
 _SHAPE = frozenset({"missing", "extra_forbidden", "model_type", "dict_type"})
 MAX_PROBLEMS = 20
+NOT_JSON = "the body is not valid json"
 
 
-def _walk(location: Sequence[Any], body: Any) -> tuple[str, tuple[str, str] | None]:
-    """The field a problem is at, as the client wrote it, and the plain union member it was found in.
+def _walk(location: Sequence[Any], body: Any) -> tuple[str, tuple[str, str] | None, Any]:
+    """The field a problem is at, as the client wrote it, the plain union member it was found in,
+    and the value the client sent there (``_UNKNOWN`` when it sent none).
 
     Pydantic's location also names the union member it tried (an item's ``type``, a model's class
     name), which the client never wrote: a name that is not a key of the object at hand is one,
@@ -58,7 +62,7 @@ def _walk(location: Sequence[Any], body: Any) -> tuple[str, tuple[str, str] | No
         else:
             node = _UNKNOWN
         path += f".{part}" if path else str(part)
-    return shortened(path) or "body", member
+    return shortened(path) or "body", member, node
 
 
 def _lowercase(message: str) -> str:
@@ -66,34 +70,81 @@ def _lowercase(message: str) -> str:
     return "".join(piece if _QUOTED.fullmatch(piece) else piece.lower() for piece in _QUOTED.split(message))
 
 
+def _unreadable(issue: Any, body: Any) -> str:
+    """Why a body is not JSON: not UTF-8, nested too deep, or where the parser stopped."""
+    context = issue.get("ctx", {})
+    if "problem" in context:
+        return str(context["problem"])
+    location = issue.get("loc", ())
+    if not isinstance(body, str) or len(location) < 2 or not isinstance(location[1], int):
+        return NOT_JSON
+    position = location[1]
+    line = body.count("\n", 0, position) + 1
+    column = position - body.rfind("\n", 0, position)
+    reason = str(context.get("error", "")).lower()
+    return f"{NOT_JSON} ({reason} at line {line} column {column})" if reason else NOT_JSON
+
+
+def _unknown_tag(issue: Any, sent: Any) -> str:
+    """The tag as the client wrote it: quoted when a string, else as JSON (``false``, not ``'False'``)."""
+    context, name = issue.get("ctx", {}), _tag(issue)
+    value = sent.get(name) if isinstance(sent, dict) else context.get("tag")
+    shown = quoted(value) if isinstance(value, str) else shortened(json.dumps(value), 64)
+    expected = context.get("expected_tags", "")
+    return f"input tag {shown} found using '{name}' does not match any of the expected tags: {expected}"
+
+
+def _tag(issue: Any) -> str:
+    """The key a tagged union's problem is about (``type``)."""
+    return str(issue.get("ctx", {}).get("discriminator", "")).strip("'")
+
+
+def _required(sent: Any) -> str:
+    """A required field sent as ``null`` is missing (contract, introduction): the answer says why."""
+    return "field required (null means unset)" if sent is None else "field required"
+
+
 def _problems(error: RequestValidationError) -> list[dict[str, str]]:
     body = getattr(error, "body", None)
     found = []
     for issue in error.errors():
         kind = issue.get("type", "")
-        field, member = _walk(issue.get("loc", ()), _UNKNOWN if body is None else body)
+        field, member, sent = _walk(issue.get("loc", ()), _UNKNOWN if body is None else body)
         if kind == "json_invalid":
-            field, problem = "body", "the body is not valid json"
+            field, problem = "body", _unreadable(issue, body)
+        elif kind == "union_tag_not_found":  # what the client sent is the object; its tag is the field
+            sent = sent.get(_tag(issue), _UNKNOWN) if isinstance(sent, dict) else _UNKNOWN
+            problem = _required(sent)
         elif kind == "missing":
-            problem = "field required"
+            problem = _required(sent)
         elif kind == "extra_forbidden":
             problem = "unknown field"
+        elif kind in ("model_type", "model_attributes_type", "dict_type"):
+            problem = "input should be an object"
+        elif kind == "union_tag_invalid":
+            problem = _unknown_tag(issue, sent)
+        elif kind == "value_error":  # a validator's own words, without pydantic's "Value error, "
+            problem = _lowercase(shortened(str(issue.get("ctx", {}).get("error", issue.get("msg", "invalid value")))))
         else:
             problem = _lowercase(shortened(str(issue.get("msg", "invalid value"))))
         if kind in ("union_tag_invalid", "union_tag_not_found"):
-            tag = str(issue.get("ctx", {}).get("discriminator", "")).strip("'")
-            field = f"{field}.{tag}" if field != "body" else tag
-        found.append((member, kind, {"field": field, "problem": problem.rstrip(".")}))
+            field = f"{field}.{_tag(issue)}" if field != "body" else _tag(issue)
+        # A member's field that the client sent as null was meant: its absence is no misfit.
+        misfit = kind in _SHAPE and not (kind == "missing" and sent is None)
+        found.append((member, misfit, {"field": field, "problem": problem.rstrip(".")}))
     # Of a plain union's members, keep the problems of those the body's shape fits best: a text body
     # given a number is that problem, not also a uri body missing its uri.
     misfits: dict[tuple[str, str], int] = {}
-    for member, kind, _ in found:
+    for member, misfit, _ in found:
         if member is not None:
-            misfits[member] = misfits.get(member, 0) + (kind in _SHAPE)
+            misfits[member] = misfits.get(member, 0) + misfit
     best: dict[str, int] = {}
     for (where, _), count in misfits.items():
         best[where] = min(count, best.get(where, count))
-    kept = [problem for member, _, problem in found if member is None or misfits[member] == best[member[0]]]
+    kept = []
+    for member, _, problem in found:
+        if (member is None or misfits[member] == best[member[0]]) and problem not in kept:
+            kept.append(problem)
     # A body can hold millions of wrong values: the answer names the first few, as a compiler would.
     return kept[:MAX_PROBLEMS]
 
@@ -102,7 +153,8 @@ async def on_validation_error(request: Request, error: Exception) -> Response:
     assert isinstance(error, RequestValidationError)
     problems = _problems(error)
     named = ", ".join(sorted({p["field"] for p in problems}))
-    summary = f"the body does not fit the schema ({named})"
+    unreadable = any(issue.get("type") == "json_invalid" for issue in error.errors())
+    summary = problems[0]["problem"] if unreadable else f"the body does not fit the schema ({named})"
     return error_response(InvalidRequest(summary, details=problems), request_id_of(request), status=422)
 
 
@@ -118,9 +170,9 @@ async def on_http_error(request: Request, error: Exception) -> Response:
     elif error.status_code == 413:
         contract_error = PayloadTooLarge("the body is over the configured limit")
     else:
-        # FastAPI's 400 is a body its parser gave up on (bytes that are not UTF-8, nesting too
-        # deep to parse): bad JSON, so the 422 of every other unparsable body (contract §7).
-        problem = "the body is not valid json"
+        # A body FastAPI's own parser gave up on (the POST routes read theirs in endpoint.py, which
+        # says why): the 422 of every other unreadable body (contract §7).
+        problem = "the body could not be read as json"
         contract_error = InvalidRequest(problem, details=[{"field": "body", "problem": problem}])
         status = 422
     response = error_response(contract_error, request_id_of(request), status=status or contract_error.http_status)

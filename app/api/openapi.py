@@ -5,9 +5,11 @@ reshaped here for generators (``openapi-typescript``, ``openapi-python-client``)
 the document changes: requests are still validated by the pydantic models, so the
 wire is exactly what it was. The reshaping:
 
-- optional fields drop their ``null`` branch: responses never carry ``null``, and a
-  client that omits a field says the same as one that sends ``null`` (the server
-  still accepts ``null``);
+- in requests, every optional field is nullable (``anyOf: [X, {"type": "null"}]``),
+  those with a default included: ``null`` means unset, so a generated client may send
+  ``None``; in answers, optional fields have no ``null`` branch, since answers never
+  carry ``null``. A model found in both (``Meta``) is written twice, the answer's copy
+  under the name ``ANSWER_NAMES`` gives it (``StoredMeta``);
 - inline enums become named schemas (``ItemKind``, ``FetchMode``, ...) shared by every use;
 - the item union is referenced by name wherever it appears, and each member lists
   its ``type`` tag as required (the server refuses an item without it);
@@ -59,6 +61,15 @@ NAMED_UNIONS: dict[str, tuple[tuple[str, ...], str]] = {
     "DocumentBody": (("TextBody", "UriBody"), "A document's body: text, or a uri (which the contract refuses)."),
 }
 
+# Models found in requests and in answers, whose optional fields are nullable only in requests: the
+# name of their copy in answers. One not listed here fails the build.
+ANSWER_NAMES: dict[str, str] = {
+    "Meta": "StoredMeta",
+    "Source": "StoredSource",
+    "ToolCall": "StoredToolCall",
+    "Reach": "KeyReach",
+}
+
 # Answers FastAPI cannot infer because the route returns a raw response.
 DECLARED_ANSWERS: dict[tuple[str, str, str], str] = {("/v1/health", "get", "200"): "Health"}
 
@@ -100,27 +111,91 @@ def shape_for_generators(document: dict[str, Any]) -> None:
         document["paths"][path][method]["responses"][status]["content"]["application/json"]["schema"] = {
             "$ref": REF + name
         }
+    for schema in list(schemas.values()):
+        _require_tags(schema, schemas)
+    _split_answers(document, schemas)
     for name, values in NAMED_ENUMS.items():
         schemas[name] = {"enum": list(values), "title": name, "type": "string"}
     for name, (members, description) in NAMED_UNIONS.items():
         schemas[name] = {"oneOf": [{"$ref": REF + m} for m in members], "title": name, "description": description}
     shaper = _Shaper(schemas)
+    requested = reachable(document, "requests")
     for name in sorted(schemas):
-        schemas[name] = shaper.top_level(schemas[name])
+        schemas[name] = shaper.top_level(schemas[name], nullable=name in requested)
     for media in _media_schemas(document):
         media["schema"] = shaper.nested(media["schema"])
-    for schema in schemas.values():
-        _require_tags(schema, schemas)
     document["components"]["schemas"] = dict(sorted(schemas.items()))
+
+
+def _split_answers(document: dict[str, Any], schemas: dict[str, Any]) -> None:
+    """Give answers their own copy of each model that requests share with them (``ANSWER_NAMES``)."""
+    shared = reachable(document, "requests") & reachable(document, "answers")
+    split = {
+        name for name in shared if set(schemas[name].get("properties", {})) - set(schemas[name].get("required", []))
+    }
+    while True:  # a shared model that holds a split one is split too
+        holders = {name for name in shared - split if _refs(schemas[name]) & split}
+        if not holders:
+            break
+        split |= holders
+    for name in sorted(split):
+        if name not in ANSWER_NAMES:
+            raise DocumentShapeError(f"{name} is in requests and answers: name its answer copy in ANSWER_NAMES")
+    renamed = {REF + name: REF + ANSWER_NAMES[name] for name in split}
+    answered_only = reachable(document, "answers") - reachable(document, "requests")
+    for name in split:
+        schemas[ANSWER_NAMES[name]] = {**schemas[name], "title": ANSWER_NAMES[name]}
+    for name in answered_only | {ANSWER_NAMES[n] for n in split}:
+        schemas[name] = _renamed(schemas[name], renamed)
+    for media in _media_schemas(document, "answers"):
+        media["schema"] = _renamed(media["schema"], renamed)
+
+
+def _renamed(schema: Any, renamed: dict[str, str]) -> Any:
+    if isinstance(schema, dict):
+        return {k: renamed.get(v, v) if k == "$ref" else _renamed(v, renamed) for k, v in schema.items()}
+    if isinstance(schema, list):
+        return [_renamed(item, renamed) for item in schema]
+    return schema
+
+
+def _refs(schema: Any) -> set[str]:
+    """The names ``schema`` refers to directly."""
+    if isinstance(schema, dict):
+        found = {schema["$ref"].removeprefix(REF)} if isinstance(schema.get("$ref"), str) else set()
+        return found.union(*(_refs(value) for value in schema.values()))
+    if isinstance(schema, list):
+        return set().union(*(_refs(item) for item in schema))
+    return set()
+
+
+def reachable(document: dict[str, Any], side: str) -> set[str]:
+    """The names of the schemas that request bodies (``requests``) or answers (``answers``) use."""
+    schemas = document["components"]["schemas"]
+    seen: set[str] = set()
+    todo = set().union(*(_refs(media["schema"]) for media in _media_schemas(document, side)))
+    while todo:
+        name = todo.pop()
+        if name not in seen and name in schemas:
+            seen.add(name)
+            todo |= _refs(schemas[name])
+    return seen
 
 
 class _Shaper:
     def __init__(self, schemas: dict[str, Any]) -> None:
         self.schemas = schemas
 
-    def top_level(self, schema: dict[str, Any]) -> dict[str, Any]:
-        """A named schema: its own union or enum stays, what it holds is shaped."""
-        return self._union(self._children(_without_null(schema)))
+    def top_level(self, schema: dict[str, Any], *, nullable: bool) -> dict[str, Any]:
+        """A named schema: its own union or enum stays, what it holds is shaped; with ``nullable``
+        (a request's), its optional properties accept ``null``."""
+        schema = self._union(self._children(_without_null(schema)))
+        if nullable and "properties" in schema:
+            required = set(schema.get("required", ()))
+            schema["properties"] = {
+                key: value if key in required else _nullable(value) for key, value in schema["properties"].items()
+            }
+        return schema
 
     def nested(self, schema: dict[str, Any]) -> dict[str, Any]:
         schema = self._union(self._children(_without_null(schema)))
@@ -170,6 +245,13 @@ class _Shaper:
             if _bare(named) == bare:
                 return name
         raise DocumentShapeError(f"an anonymous union: {json.dumps(schema)}; give it a named model")
+
+
+def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
+    """``X`` becomes ``anyOf: [X, null]``, the field's annotations and default beside it."""
+    annotations = {k: v for k, v in schema.items() if k in (*_ANNOTATIONS, "default")}
+    core = {k: v for k, v in schema.items() if k not in annotations}
+    return {**annotations, "anyOf": [core, _NULL]}
 
 
 def _without_null(schema: dict[str, Any]) -> dict[str, Any]:
@@ -226,12 +308,16 @@ def _require_tags(schema: dict[str, Any], schemas: dict[str, Any]) -> None:
             member["required"] = [tag, *member.get("required", [])]
 
 
-def _media_schemas(document: dict[str, Any]) -> list[dict[str, Any]]:
-    """Every ``{"schema": ...}`` holder of a request body or a response."""
+def _media_schemas(document: dict[str, Any], side: str = "both") -> list[dict[str, Any]]:
+    """Every ``{"schema": ...}`` holder of a request body (``requests``), a response (``answers``) or both."""
     found = []
     for operations in document["paths"].values():
         for operation in operations.values():
-            bodies = [operation.get("requestBody", {}), *operation.get("responses", {}).values()]
+            bodies = []
+            if side in ("requests", "both"):
+                bodies.append(operation.get("requestBody", {}))
+            if side in ("answers", "both"):
+                bodies.extend(operation.get("responses", {}).values())
             for body in bodies:
                 found.extend(media for media in body.get("content", {}).values() if "schema" in media)
     return found
@@ -250,19 +336,36 @@ def check_shape(document: dict[str, Any]) -> None:
     for media in _media_schemas(document):
         if "$ref" not in media["schema"]:
             raise DocumentShapeError(f"an unnamed body or answer schema: {json.dumps(media['schema'])}")
+    requested, answered = reachable(document, "requests"), reachable(document, "answers")
     for name, schema in document["components"]["schemas"].items():
-        _check_nested(name, schema, top=True)
+        if name in requested and name in answered and _optional(schema):
+            raise DocumentShapeError(f"{name}: in requests and answers alike; add it to ANSWER_NAMES")
+        _check_nested(name, schema, top=True, nullable=name in requested)
+        if name in requested:
+            for key in _optional(schema):
+                if _NULL not in schema["properties"][key].get("anyOf", []):
+                    raise DocumentShapeError(f"{name}.{key}: an optional request field that does not take null")
 
 
-def _check_nested(where: str, schema: dict[str, Any], *, top: bool = False) -> None:
+def _optional(schema: dict[str, Any]) -> set[str]:
+    return set(schema.get("properties", {})) - set(schema.get("required", []))
+
+
+def _check_nested(where: str, schema: dict[str, Any], *, top: bool = False, nullable: bool = False) -> None:
     if not schema:
         raise DocumentShapeError(f"{where}: an empty schema says nothing to a generator")
-    if "anyOf" in schema or _NULL in schema.get("oneOf", []):
-        raise DocumentShapeError(f"{where}: anyOf or a null branch left in the document")
+    if "anyOf" in schema:
+        branches = schema["anyOf"]
+        if not (nullable and len(branches) == 2 and branches[1] == _NULL):
+            raise DocumentShapeError(f"{where}: an anyOf other than a request's optional [X, null]")
+        _check_nested(f"{where}?", branches[0])
+        return
+    if _NULL in schema.get("oneOf", []):
+        raise DocumentShapeError(f"{where}: a null branch in a union")
     if not top and ("properties" in schema or "oneOf" in schema or "enum" in schema):
         raise DocumentShapeError(f"{where}: an anonymous object, union or enum")
     for key, child in schema.get("properties", {}).items():
-        _check_nested(f"{where}.{key}", child)
+        _check_nested(f"{where}.{key}", child, nullable=nullable)
     if isinstance(schema.get("items"), dict):
         _check_nested(f"{where}[]", schema["items"])
     for branch in schema.get("oneOf", []):

@@ -8,9 +8,11 @@ from typing import Annotated, Any, Literal
 from pydantic import ConfigDict, Field, RootModel, TypeAdapter
 
 from app.contract.canonical import canonical_json
+from app.contract.closed import Closed
 from app.contract.errors import InvalidRequest
 from app.contract.limits import DEFAULT_LIMITS, Limits
-from app.contract.meta import Closed, Instant, Meta, ToolCall
+from app.contract.meta import Instant, Meta, ToolCall
+from app.contract.nulls import plain_union_nulls, tagged_union_nulls
 from app.contract.text import check_storable, is_blank
 
 Role = Literal["user", "assistant", "system", "tool"]
@@ -25,6 +27,9 @@ class UriBody(Closed):
     """Accepted by the schema so it can be refused by the contract with a clear message."""
 
     uri: str
+
+
+DocumentBody = Annotated[TextBody | UriBody, plain_union_nulls(TextBody, UriBody)]
 
 
 class Turn(Closed):
@@ -68,7 +73,7 @@ class _ItemBase(Closed):
 class Document(_ItemBase):
     type: Literal["document"] = "document"
     title: str | None = None
-    body: TextBody | UriBody
+    body: DocumentBody
     mime: str | None = None
 
     def render_text(self) -> str:
@@ -129,7 +134,7 @@ class Learning(_ItemBase):
         return self.model_copy(update={"meta": self.meta.checked(limits)})
 
 
-Item = Annotated[Document | Conversation | Learning, Field(discriminator="type")]
+Item = Annotated[Document | Conversation | Learning, Field(discriminator="type"), tagged_union_nulls("type")]
 ITEM_ADAPTER: TypeAdapter[Document | Conversation | Learning] = TypeAdapter(Item)
 
 StoredItem = Document | Conversation | Learning

@@ -6,22 +6,13 @@ import re
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import (
-    AfterValidator,
-    BaseModel,
-    BeforeValidator,
-    ConfigDict,
-    Field,
-    PlainSerializer,
-    Strict,
-    model_validator,
-)
+from pydantic import AfterValidator, BeforeValidator, Field, PlainSerializer, Strict
 from pydantic_core import PydanticCustomError
 
+from app.contract.closed import Closed
 from app.contract.errors import InvalidRequest
 from app.contract.limits import DEFAULT_LIMITS, Limits
 from app.contract.namespaces import Namespace, Reach, normalise_namespace
-from app.contract.nulls import drop_unset_nulls
 from app.contract.text import check_storable
 
 SourceKind = Literal["folder", "file", "conversation", "agent", "import"]
@@ -63,7 +54,7 @@ def _rfc3339(value: Any) -> Any:
     if isinstance(value, datetime) or (isinstance(value, str) and _RFC3339.fullmatch(value)):
         return value
     raise PydanticCustomError(
-        "datetime_type", "a timestamp is an rfc 3339 date-time string, such as 2024-05-01T10:00:00Z"
+        "datetime_type", "a timestamp is an rfc 3339 date-time string, such as '2024-05-01T10:00:00Z'"
     )
 
 
@@ -75,21 +66,6 @@ Instant = Annotated[
     AfterValidator(_to_utc),
     PlainSerializer(format_instant, return_type=str, when_used="json"),
 ]
-
-
-class Closed(BaseModel):
-    """Requests are closed (an unknown key is refused) and typed strictly.
-
-    The contract's rules beyond the schema are a model's ``checked(limits)``: it refuses what the
-    contract refuses and returns the canonical copy (a name apart from pydantic's own ``validate``).
-    """
-
-    model_config = ConfigDict(extra="forbid", strict=True)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _null_is_unset(cls, data: Any) -> Any:
-        return drop_unset_nulls(cls, data)
 
 
 class Source(Closed):
@@ -111,12 +87,13 @@ class TurnRange(Closed):
     first: Annotated[int, Field(ge=0)]
     last: Annotated[int, Field(ge=0)]
 
-    def checked(self) -> TurnRange:
+    def checked(self, where: str) -> TurnRange:
+        """``where`` names the range in a message: ``meta.turns`` is not a conversation's ``turns``."""
         if self.first > self.last:
-            raise InvalidRequest("turns.first must not be greater than turns.last")
+            raise InvalidRequest(f"{where}.first must not be greater than {where}.last")
         # Fingerprints are RFC 8785 JSON, which has no integers beyond 2^53 - 1.
         if self.last > MAX_JSON_INT:
-            raise InvalidRequest(f"turns.last must be at most {MAX_JSON_INT}")
+            raise InvalidRequest(f"{where}.last must be at most {MAX_JSON_INT}")
         return self
 
 
@@ -165,7 +142,7 @@ class Meta(Closed):
                 if len(tag) > limits.max_tag_chars:
                     raise InvalidRequest(f"a tag is longer than {limits.max_tag_chars} characters")
         if self.turns is not None:
-            self.turns.checked()
+            self.turns.checked("meta.turns")
         return self.model_copy(
             update={
                 "namespace": normalise_namespace(self.namespace),
@@ -218,7 +195,7 @@ class Filter(Closed):
         """Refuse a bad reach or turns range; return the filter with the reach normalised."""
         check_storable(self.model_dump(exclude_none=True), "filter")
         if self.turns is not None:
-            self.turns.checked()
+            self.turns.checked("filter.turns")
         if len(self.tags_any) > limits.max_tags:
             raise InvalidRequest(f"filter.tags_any holds more than {limits.max_tags} tags")
         reach = self.reach.checked() if self.reach is not None else None

@@ -4,12 +4,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
 
-from pydantic import BaseModel, ConfigDict, model_validator
-
+from app.contract.closed import Closed
 from app.contract.errors import InvalidRequest, quoted
-from app.contract.nulls import drop_unset_nulls
 from app.contract.text import trim
 
 SEGMENT_KINDS = ("agent", "team", "user", "ws", "project", "source")
@@ -82,19 +79,12 @@ def normalise_namespace(text: str | None) -> str | None:
     return None if ns.is_root else ns.path
 
 
-class Reach(BaseModel):
+class Reach(Closed):
     """Which namespaces a read sees: ``at`` itself, its ancestors (inherit), its subtree (descendants)."""
-
-    model_config = ConfigDict(extra="forbid", strict=True)
 
     at: str = Namespace.ROOT_NAME
     inherit: bool = True
     descendants: bool = False
-
-    @model_validator(mode="before")
-    @classmethod
-    def _null_is_unset(cls, data: Any) -> Any:
-        return drop_unset_nulls(cls, data)
 
     @property
     def node(self) -> Namespace:

@@ -6,6 +6,7 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel, model_validator
 
+from app.contract.closed import Closed
 from app.contract.errors import InvalidRequest, Unsupported, quoted
 from app.contract.items import Item, StoredItem
 from app.contract.limits import (
@@ -19,8 +20,9 @@ from app.contract.limits import (
     MAX_STORE_MANY,
     Limits,
 )
-from app.contract.meta import Closed, Filter, ItemKind, Meta
+from app.contract.meta import Filter, ItemKind, Meta
 from app.contract.namespaces import Reach
+from app.contract.nulls import plain_union_nulls
 from app.contract.text import check_storable, is_blank
 
 FetchMode = Literal["keyword", "vector", "hybrid"]
@@ -168,22 +170,11 @@ class ForgetByFilter(Closed):
 ForgetTarget = ForgetByIds | ForgetByFilter
 
 
-class ForgetRequest(RootModel[ForgetTarget]):
+# {"ids": [...], "filter": null}, as a client that writes every optional field sends it, names one target.
+class ForgetRequest(RootModel[Annotated[ForgetTarget, plain_union_nulls(ForgetByIds, ForgetByFilter)]]):
     """Exactly one of ``ids`` or ``filter``; neither or both does not fit the schema."""
 
     model_config = ConfigDict(strict=True)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _null_is_unset(cls, data: Any) -> Any:
-        # A key whose value is null is unset (contract, introduction): {"ids": [...], "filter": null},
-        # as a client that writes every optional field sends it, names one target.
-        if isinstance(data, dict) and None in data.values():
-            return {key: value for key, value in data.items() if not (key in _TARGETS and value is None)}
-        return data
-
-
-_TARGETS = frozenset({"ids", "filter"})
 
 
 class ForgetWithinRequest(_Bounded):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import unicodedata
 from typing import Any
 
 from app.contract.errors import InvalidRequest
@@ -36,9 +37,27 @@ WHITE_SPACE = (
 )
 
 
+# What shows nothing though it is not white space: the rest of Unicode's default-ignorable code
+# points (the combining grapheme joiner, Hangul fillers, Khmer inherent vowels, variation
+# selectors). Format characters (category Cf: zero-width space and joiners, the byte order mark,
+# the soft hyphen, bidi marks, tags) are told by their category.
+_IGNORABLE = frozenset(
+    "\u034f\u115f\u1160\u17b4\u17b5\u180b\u180c\u180d\u180f\u3164\uffa0"
+    + "".join(map(chr, range(0xFE00, 0xFE10)))
+    + "".join(map(chr, range(0xE0100, 0xE01F0)))
+)
+_SPACE = frozenset(WHITE_SPACE)
+
+
 def trim(text: str) -> str:
+    """Without Unicode white space at either end: namespaces (which have their own grammar)."""
     return text.strip(WHITE_SPACE)
 
 
 def is_blank(text: str | None) -> bool:
-    return text is None or not trim(text)
+    """Empty, or only white space and characters that show nothing (``"\u200b"`` is as blank as ``" "``)."""
+    return text is None or all(_shows_nothing(char) for char in text)
+
+
+def _shows_nothing(char: str) -> bool:
+    return char in _SPACE or char in _IGNORABLE or unicodedata.category(char) == "Cf"

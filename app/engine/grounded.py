@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from app.contract.requests import Citation, Hit, RecallAnswer
+from app.contract.text import is_blank
 from app.engine import answers
 
 if TYPE_CHECKING:
@@ -181,7 +182,7 @@ def shown_hits(hits: list[Hit]) -> list[Hit]:
 def user_message(question: str, instructions: str | None, shown: list[Hit]) -> str:
     """The question, the caller's instructions fenced as theirs, and each memory under its id."""
     parts = [f"Question: {question.strip()}"]
-    if instructions and instructions.strip():
+    if instructions is not None and not is_blank(instructions):  # blank as a query is blank
         fenced = instructions.strip()[:INSTRUCTIONS_CHARS]
         parts.append(f"The caller's instructions (between the fences):\n<<<\n{fenced}\n>>>")
     memories = []

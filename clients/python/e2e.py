@@ -66,6 +66,7 @@ from engram_client.models import (
     Role,
     Source,
     SourceKind,
+    StoredSource,
     StoreManyRequest,
     StoreManyResult,
     StoreReceipt,
@@ -242,6 +243,20 @@ def run(base_url: str, api_key: str) -> None:
         again.status_code == 200 and replay.replayed and replay.id == stored["learning"],
         "store the learning again: 200, replayed, same id",
     )
+    # null in a request means unset: the same learning with every unset field sent as None.
+    with_nones = Learning(
+        text=learning.text,
+        kind=learning.kind,
+        confidence=learning.confidence,
+        evidence=learning.evidence,
+        meta=Meta(namespace=namespace, tags=["e2e", "style"], observed_at=observed, workspace=None, source=None),
+    )
+    nones = store.sync_detailed(client=api, body=with_nones)
+    replay = ok(nones, StoreReceipt, "store with None")
+    check(
+        nones.status_code == 200 and replay.replayed and replay.id == stored["learning"],
+        "store the learning with unset fields as None: the same item, replayed",
+    )
 
     # store_many: four learnings and a repeat of the document.
     batch: list[Item] = [
@@ -363,7 +378,7 @@ def run(base_url: str, api_key: str) -> None:
     check(
         got_learning.meta.observed_at == observed
         and got_learning.meta.to_dict().get("observed_at") == "2026-01-02T02:04:05+00:00"
-        and isinstance(source, Source)
+        and isinstance(source, StoredSource)
         and source.kind == SourceKind.AGENT,
         "get: observed_at read back as the same instant, source defaults to agent",
         got_learning.meta,

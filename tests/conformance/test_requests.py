@@ -1,14 +1,7 @@
-"""The requests checks pass against a faithful service and each catches its fault.
-
-Two of the contract's rules are not yet the app's: ``null`` for a document body's ``uri``, and a
-text of zero-width or format characters only being blank. ``holding_pending_rules`` holds the
-app to them from outside, so the faithful service here is the app as it will be; the faults are
-put around that.
-"""
+"""The requests checks pass against a faithful service and each catches its fault."""
 
 from __future__ import annotations
 
-import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -20,36 +13,7 @@ from app.contract.requests import StoreReceipt
 from app.embeddings.wordllama import WordLlamaEmbedder
 from app.engine.reference import ReferenceEngine
 from tests.conformance.middleware import Answer, intercepting, refusal, rewriting
-from tests.conformance.support import PENDING, Wrapper, failed, failing_names, outcomes_against
-
-
-def _invisible(text: Any) -> bool:
-    """Blank by the contract once format characters count: only white space and zero-width marks."""
-    return isinstance(text, str) and bool(text) and all(c.isspace() or unicodedata.category(c) == "Cf" for c in text)
-
-
-def _texts(path: str, body: dict[str, Any]) -> list[Any]:
-    items: Any = {"/v1/store": [body], "/v1/store_many": body.get("items")}.get(path)
-    found = [body.get("query"), body.get("question"), *(body.get("ids") or [])]
-    for item in items if isinstance(items, list) else []:
-        if isinstance(item, dict):
-            text_body = item.get("body")
-            found += [item.get("text"), text_body.get("text") if isinstance(text_body, dict) else None]
-            found += [t.get("text") for t in item.get("turns") or [] if isinstance(t, dict)]
-    return found
-
-
-def _pending_rules(path: str, body: Any) -> Any:
-    if not isinstance(body, dict):
-        return body
-    if any(_invisible(text) and text.strip() for text in _texts(path, body)):
-        return refusal(path, "text must not be blank")
-    if isinstance(body.get("body"), dict) and body["body"].get("uri", "") is None:
-        body["body"].pop("uri")
-    return body
-
-
-holding_pending_rules = intercepting(_pending_rules)
+from tests.conformance.support import Wrapper, failed, failing_names, outcomes_against
 
 
 def _on_requests(change: Callable[[str, Any], Any]) -> Wrapper:
@@ -170,22 +134,11 @@ FAULTS = [
 
 
 async def test_a_faithful_service_passes(embedder: WordLlamaEmbedder) -> None:
-    outcomes = await outcomes_against(ReferenceEngine(embedder), ["requests"], wrap=holding_pending_rules)
-    assert failed(outcomes) == []
-
-
-async def test_without_the_pending_rules_only_their_checks_fail(embedder: WordLlamaEmbedder) -> None:
     outcomes = await outcomes_against(ReferenceEngine(embedder), ["requests"])
-    assert {o.path for o in outcomes if not o.passed} <= set(PENDING)
+    assert failed(outcomes) == []
 
 
 @pytest.mark.parametrize("fault", FAULTS, ids=[f.name for f in FAULTS])
 async def test_each_fault_is_caught(fault: Fault, embedder: WordLlamaEmbedder) -> None:
-    faulty = fault.wrap
-
-    def wrap(app: Any) -> Any:
-        held = holding_pending_rules(app)
-        return faulty(held) if faulty else held
-
-    outcomes = await outcomes_against(fault.engine(embedder), ["requests"], wrap=wrap)
+    outcomes = await outcomes_against(fault.engine(embedder), ["requests"], wrap=fault.wrap)
     assert fault.caught_by in failing_names(outcomes), failed(outcomes)

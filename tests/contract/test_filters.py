@@ -118,10 +118,10 @@ def test_turns_is_an_exact_range() -> None:
 
 
 def test_turns_first_after_last_is_refused_in_filters_and_in_meta() -> None:
-    refused(Filter.model_validate({"turns": {"first": 3, "last": 2}}).checked)
-    refused(Meta.model_validate({"turns": {"first": 3, "last": 2}}).checked)
-    refused(TurnRange(first=1, last=0).checked)
-    assert TurnRange(first=4, last=4).checked() == TurnRange(first=4, last=4)
+    assert "filter.turns.first" in refused(Filter.model_validate({"turns": {"first": 3, "last": 2}}).checked)
+    assert "meta.turns.first" in refused(Meta.model_validate({"turns": {"first": 3, "last": 2}}).checked)
+    refused(TurnRange(first=1, last=0).checked, "turns")
+    assert TurnRange(first=4, last=4).checked("turns") == TurnRange(first=4, last=4)
 
 
 def test_turns_are_zero_based_and_never_negative() -> None:

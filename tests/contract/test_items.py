@@ -403,3 +403,24 @@ def test_an_unknown_key_is_refused_by_the_schema(data: dict[str, Any]) -> None:
 def test_wrong_types_are_refused_by_the_schema(data: dict[str, Any]) -> None:
     with pytest.raises(ValidationError):
         StoreItem.model_validate_json(json.dumps(data))
+
+
+# Blank is white space or characters that show nothing (format characters, fillers): as blank as " ".
+INVISIBLE = ["\u200b", " \u200b\u200c\u200d ", "\ufeff", "\u2060", "\u00ad", "\u180e", "\u202e", "\u3164", "\ufe0f"]
+
+
+@pytest.mark.parametrize("text", INVISIBLE)
+def test_text_of_invisible_characters_is_blank_everywhere_an_item_holds_text(text: str) -> None:
+    assert "body" in refused(item, {"type": "document", "body": {"text": text}})
+    assert "turns[0]" in refused(item, {"type": "conversation", "turns": [{"role": "user", "text": text}]})
+    refused(item, {**LEARNING, "text": text})
+
+
+@pytest.mark.parametrize("title", INVISIBLE)
+def test_a_title_of_invisible_characters_renders_no_heading(title: str) -> None:
+    assert item({**DOCUMENT, "title": title}).render_text() == "Ownership moves values."
+
+
+@pytest.mark.parametrize("text", ["\u200bx", "x\u00ad", "\u3164a", "\U0001f600", "\u0301"])
+def test_text_with_anything_visible_is_not_blank(text: str) -> None:
+    assert item({**LEARNING, "text": text}).text == text

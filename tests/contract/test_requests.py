@@ -389,3 +389,22 @@ def test_a_null_forget_target_is_unset(data: dict[str, Any]) -> None:
     """A client that writes every optional field sends the other target as null: one target, not two."""
     named = {key: value for key, value in data.items() if value is not None}
     assert parse(ForgetRequest, data) == parse(ForgetRequest, named)
+
+
+INVISIBLE = ["\u200b", "\ufeff", "\u2060 \u200c", "\u00ad", "\u200d\n"]
+
+
+@pytest.mark.parametrize("text", INVISIBLE)
+def test_a_query_question_or_id_of_invisible_characters_is_blank(text: str) -> None:
+    assert "query" in refused(check, FetchRequest, {"query": text, "mode": "keyword", "limit": 5})
+    assert "question" in refused(check, RecallRequest, {"question": text, "limit": 5})
+    for model in (GetRequest, ForgetWithinRequest):
+        assert "ids[1]" in refused(check, model, {"ids": [ID, text], "reach": {}})
+    assert "ids[0]" in refused(check, ForgetRequest, {"ids": [text]})
+
+
+def test_a_namespace_keeps_its_own_grammar_for_invisible_characters() -> None:
+    from app.contract.namespaces import Namespace
+
+    assert "'\\u200b'" in refused(Namespace.parse, "\u200b")
+    assert Namespace.parse(" root ").is_root

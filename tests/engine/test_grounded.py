@@ -337,3 +337,10 @@ async def test_the_service_answers_recall_through_the_configured_model(database_
     assert all("Answer in five words." in body["messages"][1]["content"] for body in proxy.bodies)
     assert all(authorization == f"Bearer {KEY}" for authorization in proxy.authorizations)
     assert engine._answerer is not None and engine._answerer._client.is_closed
+
+
+@pytest.mark.parametrize("instructions", [None, "", "  ", "\u200b", "\ufeff\u2060"])
+def test_blank_instructions_are_not_passed_on(instructions: str | None) -> None:
+    from app.engine.grounded import user_message
+
+    assert "instructions" not in user_message("which editor?", instructions, [])

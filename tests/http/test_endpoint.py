@@ -95,6 +95,8 @@ BODIES: dict[str, tuple[bytes, dict[str, str]]] = {
     "list": raw('{"limit":2}'),
     "explore": raw('{"facet":"tag","limit":2}'),
 }
+# Bodies FastAPI refuses without saying why, and what JsonBodyRoute says.
+SAYS_WHY = {"not utf-8": "the body is not utf-8 (at byte 10)", "deep nesting": "the body is nested too deep to read"}
 # Reads only (and writes that every one of these bodies is refused by), so both apps see one store.
 ANSWERED = {"/v1/fetch", "/v1/list", "/v1/explore"}
 ROUTES = ["/v1/fetch", "/v1/recall", "/v1/list", "/v1/get", "/v1/explore", "/v1/store", "/v1/store_many", "/v1/forget"]
@@ -118,6 +120,10 @@ async def test_every_body_is_answered_as_fastapi_would(pg_engine: PostgresEngine
                 for content, headers in BODIES.values()
             ]
     for name, fastapi, ours in zip(BODIES, answers["APIRoute"], answers["JsonBodyRoute"], strict=True):
+        if name in SAYS_WHY:  # FastAPI's parser gives up without a reason: the same refusal, with one
+            assert (ours[0], ours[2]["code"]) == (fastapi[0], fastapi[2]["code"]), name
+            assert ours[2]["message"] == f"invalid request: {SAYS_WHY[name]}", name
+            continue
         assert ours == fastapi, name
     if route in ANSWERED:  # not everything was refused: the comparison covers answers too
         assert any(status == 200 for status, _, _ in answers["JsonBodyRoute"])

@@ -325,6 +325,25 @@ async def test_fetch_contract_refusals_are_400(client: httpx.AsyncClient, body: 
     assert_envelope(await client.post("/v1/fetch", json=body), 400, "invalid_request")
 
 
+@pytest.mark.parametrize(
+    ("route", "body", "named"),
+    [
+        ("/v1/fetch", {"query": "\u200b", "mode": "keyword", "limit": 1}, "query"),
+        ("/v1/recall", {"question": "\ufeff \u2060", "limit": 1}, "question"),
+        ("/v1/store", {"type": "document", "body": {"text": "\u00ad"}}, "body"),
+        ("/v1/store", {"type": "conversation", "turns": [{"role": "user", "text": "\u200c\u200d"}]}, "turns[0]"),
+        ("/v1/store", {**LEARNING, "text": "\u200b\n"}, "learning"),
+        ("/v1/get", {"ids": ["\u200b"]}, "ids[0]"),
+        ("/v1/forget", {"ids": ["\ufeff"]}, "ids[0]"),
+    ],
+)
+async def test_invisible_characters_alone_are_blank(
+    client: httpx.AsyncClient, route: str, body: dict[str, Any], named: str
+) -> None:
+    envelope = assert_envelope(await client.post(route, json=body), 400, "invalid_request")
+    assert named in envelope["message"] and "blank" in envelope["message"]
+
+
 async def test_bad_json_is_422(client: httpx.AsyncClient) -> None:
     response = await client.post("/v1/fetch", content=b'{"query": ', headers={"content-type": "application/json"})
     envelope = assert_envelope(response, 422, "invalid_request")
@@ -339,6 +358,52 @@ async def test_a_body_that_is_not_utf8_json_is_422(client: httpx.AsyncClient) ->
         assert [d["field"] for d in envelope["details"]] == ["body"]
     bom = b"\xef\xbb\xbf" + b'{"limit": 1}'  # a UTF-8 byte order mark is ignored (RFC 8259)
     assert (await client.post("/v1/list", content=bom, headers=headers)).status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("body", "problem"),
+    [
+        ({"type": False}, "input tag false found using 'type' does not match any of the expected tags"),
+        ({"type": ["Doc"]}, "input tag [\"Doc\"] found using 'type' does not match any of the expected tags"),
+        ({**LEARNING, "meta": {"observed_at": "2026-01-01"}}, "such as '2024-05-01T10:00:00Z'"),
+        ({**LEARNING, "meta": {"observed_at": "0001-01-01T00:30:00+01:00"}}, "timestamp is out of range"),
+    ],
+)
+async def test_a_422_quotes_values_as_sent_in_the_services_words(
+    client: httpx.AsyncClient, body: dict[str, Any], problem: str
+) -> None:
+    envelope = assert_envelope(await client.post("/v1/store", json=body), 422, "invalid_request")
+    [detail] = envelope["details"]
+    assert detail["problem"].startswith(problem) or detail["problem"].endswith(problem), detail
+
+
+@pytest.mark.parametrize("where", ["meta", "filter"])
+async def test_a_reversed_turns_range_is_named_where_it_is(client: httpx.AsyncClient, where: str) -> None:
+    turns = {"turns": {"first": 3, "last": 1}}
+    body = {**LEARNING, "meta": turns} if where == "meta" else {"filter": turns, "limit": 1}
+    envelope = assert_envelope(
+        await client.post("/v1/store" if where == "meta" else "/v1/list", json=body), 400, "invalid_request"
+    )
+    assert envelope["message"] == f"invalid request: {where}.turns.first must not be greater than {where}.turns.last"
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        (b'{"query": ', "the body is not valid json (expecting value at line 1 column 11)"),
+        (b'\xef\xbb\xbf{"query": ', "the body is not valid json (expecting value at line 1 column 11)"),
+        (b'{"limit": 1}\n{"limit": 2}', "the body is not valid json (extra data at line 2 column 1)"),
+        (b'{"limit": 1,\n "x": tru}', "the body is not valid json (expecting value at line 2 column 7)"),
+        (b'{"query": "\xff"}', "the body is not utf-8 (at byte 11)"),
+        (b"[" * 100_000, "the body is nested too deep to read"),  # nesting, not a truncated body
+        (b"[" * 5_000 + b"]" * 5_000, "the body is nested too deep to read"),
+    ],
+)
+async def test_an_unreadable_body_says_why_and_where(client: httpx.AsyncClient, content: bytes, problem: str) -> None:
+    response = await client.post("/v1/list", content=content, headers={"content-type": "application/json"})
+    envelope = assert_envelope(response, 422, "invalid_request")
+    assert envelope["message"] == f"invalid request: {problem}"
+    assert envelope["details"] == [{"field": "body", "problem": problem}]
 
 
 async def test_empty_body_is_422(client: httpx.AsyncClient) -> None:
@@ -408,6 +473,28 @@ async def test_forget_by_ids_and_by_filter(client: httpx.AsyncClient) -> None:
     assert response.json() == {"forgotten": 1}
     remaining = (await client.post("/v1/list", json={"limit": 10})).json()["items"]
     assert [h["id"] for h in remaining] == [ids[1]]
+
+
+async def test_a_text_body_with_a_null_uri_is_stored_as_the_text_body(client: httpx.AsyncClient) -> None:
+    plain = await client.post("/v1/store", json={"type": "document", "body": {"text": "x"}})
+    with_null = await client.post("/v1/store", json={"type": "document", "body": {"text": "x", "uri": None}})
+    assert with_null.status_code == 200, with_null.text
+    assert with_null.json() == {"id": plain.json()["id"], "replayed": True}
+
+
+@pytest.mark.parametrize(
+    ("body", "fields"),
+    [
+        ({"type": "document", "body": {"text": None}}, ["body.text"]),
+        ({"type": "document", "body": {"text": None, "uri": None}}, ["body.text", "body.uri"]),  # neither
+        ({"type": None, "text": "x", "kind": "fact", "confidence": 0.5}, ["type"]),
+    ],
+)
+async def test_a_null_required_field_is_named_as_missing(
+    client: httpx.AsyncClient, body: dict[str, Any], fields: list[str]
+) -> None:
+    envelope = assert_envelope(await client.post("/v1/store", json=body), 422, "invalid_request")
+    assert envelope["details"] == [{"field": f, "problem": "field required (null means unset)"} for f in fields]
 
 
 @pytest.mark.parametrize(

@@ -172,6 +172,14 @@ async function main(): Promise<void> {
     "store the learning again: 200, replayed, same id",
     again.data,
   );
+  // null in a request means unset: the same learning with every unset field sent as null.
+  const withNulls: StoreItem = { ...learning, meta: { ...learning.meta, workspace: null, source: null, turns: null } };
+  const nulls = await api.POST("/v1/store", { body: withNulls });
+  check(
+    nulls.response.status === 200 && nulls.data?.replayed === true && nulls.data.id === stored.learning,
+    "store the learning with unset fields as null: the same item, replayed",
+    nulls.data,
+  );
 
   // store_many: four learnings and a repeat of the document.
   const batch: StoreItem[] = [1, 2, 3, 4].map((n) => ({
