@@ -13,7 +13,7 @@ from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import HTMLResponse, JSONResponse
 
 from app import __version__
-from app.api import errors, keys
+from app.api import errors, keys, transfer
 from app.api.openapi import build_openapi
 from app.api.perimeter import Perimeter
 from app.api.routes import router
@@ -56,6 +56,7 @@ def create_app(settings: Settings | None = None, engine_factory: EngineFactory =
     )
     app.include_router(router)
     app.include_router(keys.router)
+    app.include_router(transfer.router)
     errors.install(app)
     document: dict[str, Any] = {}
 

@@ -33,6 +33,7 @@ from app.contract.access import KeyRole
 from app.contract.items import LearningKind, Role
 from app.contract.meta import ItemKind, SourceKind
 from app.contract.requests import Facet, FetchMode, Health
+from app.contract.transfer import ImportReport
 
 DESCRIPTION = (
     "Engram stores what agents learn (documents, conversation turns, learnings) and fetches it back by "
@@ -52,6 +53,7 @@ NAMED_ENUMS: dict[str, tuple[str, ...]] = {
     "Facet": get_args(Facet),
     "Role": get_args(Role),
     "KeyRole": get_args(KeyRole),
+    "TrailerState": get_args(ImportReport.model_fields["trailer"].annotation),
     "LearningKind": get_args(LearningKind),
     "HealthState": get_args(Health.model_fields["state"].annotation),
 }
@@ -69,6 +71,9 @@ ANSWER_NAMES: dict[str, str] = {
     "ToolCall": "StoredToolCall",
     "Reach": "KeyReach",
 }
+
+# The body of an NDJSON route (export's answer, import's body), named as every body is.
+NDJSON_LINES = "NdjsonLines"
 
 # Answers FastAPI cannot infer because the route returns a raw response.
 DECLARED_ANSWERS: dict[tuple[str, str, str], str] = {("/v1/health", "get", "200"): "Health"}
@@ -116,6 +121,11 @@ def shape_for_generators(document: dict[str, Any]) -> None:
     _split_answers(document, schemas)
     for name, values in NAMED_ENUMS.items():
         schemas[name] = {"enum": list(values), "title": name, "type": "string"}
+    schemas[NDJSON_LINES] = {
+        "type": "string",
+        "title": NDJSON_LINES,
+        "description": "NDJSON: one JSON object a line, each ended by a newline (docs/lifecycle.md).",
+    }
     for name, (members, description) in NAMED_UNIONS.items():
         schemas[name] = {"oneOf": [{"$ref": REF + m} for m in members], "title": name, "description": description}
     shaper = _Shaper(schemas)

@@ -23,6 +23,7 @@ from app.contract.requests import (
     RecallRequest,
     StoreReceipt,
 )
+from app.contract.transfer import ExportPage, ExportRequest, GivenVector
 from app.engine.keys import KeyStore
 
 
@@ -58,5 +59,14 @@ class MemoryEngine(Protocol):
     async def forget_within(self, ids: list[str], reach: Reach) -> ForgetReport: ...
 
     async def explore(self, request: ExploreRequest) -> ExplorePage: ...
+
+    async def export_page(self, request: ExportRequest, *, after: int, ceiling: int | None, count: int) -> ExportPage:
+        """Up to ``count`` items the filter admits after ``seq`` ``after``, in the order stored, up to
+        ``ceiling`` (None on the first page: the last item stored now)."""
+        ...
+
+    async def import_items(self, items: list[StoredItem], vectors: list[GivenVector | None]) -> list[StoreReceipt]:
+        """``store_many``, keeping each given vector of this engine's embedder instead of embedding."""
+        ...
 
     async def close(self) -> None: ...

@@ -14,6 +14,8 @@ import secrets
 from collections import Counter
 from dataclasses import dataclass
 
+import numpy as np
+
 from app.contract.explore import explore_page, facet_values
 from app.contract.items import Learning, StoredItem
 from app.contract.limits import DEFAULT_LIMITS, Limits
@@ -40,6 +42,7 @@ from app.contract.requests import (
     StoreManyRequest,
     StoreReceipt,
 )
+from app.contract.transfer import ExportPage, ExportRequest, ExportRow, GivenVector, kept_vectors
 from app.embeddings.protocol import Embedder
 from app.engine import answers
 from app.engine.context import ThreadKey, texts_to_embed, thread_of
@@ -132,8 +135,14 @@ class ReferenceEngine:
     async def store_many(self, items: list[StoredItem]) -> list[StoreReceipt]:
         return await self._write(StoreManyRequest.model_construct(items=items).checked(self._limits))
 
-    async def _write(self, checked: list[StoredItem]) -> list[StoreReceipt]:
+    async def import_items(self, items: list[StoredItem], vectors: list[GivenVector | None]) -> list[StoreReceipt]:
+        checked = StoreManyRequest.model_construct(items=items).checked(self._limits)
+        given = kept_vectors(vectors, self._embedder)
+        return await self._write(checked, given)
+
+    async def _write(self, checked: list[StoredItem], given: dict[int, np.ndarray] | None = None) -> list[StoreReceipt]:
         """Validated items, written in one transaction; a receipt each, in their order."""
+        given = given or {}
         async with self._lock:
             threads = [thread_of(item) for item in checked]
             in_order = sorted(self._records.values(), key=lambda r: r.seq)
@@ -142,7 +151,8 @@ class ReferenceEngine:
                 if thread := thread_of(record.item):
                     latest.setdefault(thread, []).append(record.text)
             embedded = texts_to_embed([item.render_text() for item in checked], threads, latest)
-            vectors = (await self._embedder.embed(embedded)).tolist()
+            made = (await self._embedder.embed(embedded)).tolist()
+            vectors = [list(map(float, given[p])) if p in given else made[p] for p in range(len(checked))]
             receipts = []
             for item, vector in zip(checked, vectors, strict=True):
                 item_id = item.fingerprint()
@@ -201,6 +211,18 @@ class ReferenceEngine:
         if self._answerer is not None:
             return await self._answerer.answer(request.question, request.instructions, hits)
         return answers.compose(request.question, hits)
+
+    async def export_page(self, request: ExportRequest, *, after: int, ceiling: int | None, count: int) -> ExportPage:
+        request = request.checked(self._limits)
+        ceiling = self._seq if ceiling is None else ceiling
+        rows = [(i, r) for i, r in self._admitted(request.filter) if after < r.seq <= ceiling][:count]
+        return ExportPage(
+            rows=[
+                ExportRow(r.seq, i, r.item.as_json(), r.vector if request.include_vectors else None) for i, r in rows
+            ],
+            ceiling=ceiling,
+            embedder=self._embedder.name,
+        )
 
     async def list(self, request: ListRequest) -> ListPage:
         request = request.checked(self._limits)

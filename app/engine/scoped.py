@@ -31,6 +31,7 @@ from app.contract.requests import (
     RecallRequest,
     StoreReceipt,
 )
+from app.contract.transfer import ExportPage, ExportRequest, GivenVector
 from app.engine.protocol import MemoryEngine
 
 
@@ -106,6 +107,16 @@ class ScopedEngine:
 
     async def explore(self, request: ExploreRequest) -> ExplorePage:
         return await self._engine.explore(request.model_copy(update={"filter": self._access.narrowed(request.filter)}))
+
+    async def export_page(self, request: ExportRequest, *, after: int, ceiling: int | None, count: int) -> ExportPage:
+        narrowed = request.model_copy(update={"filter": self._access.narrowed(request.filter)})
+        return await self._engine.export_page(narrowed, after=after, ceiling=ceiling, count=count)
+
+    async def import_items(self, items: list[StoredItem], vectors: list[GivenVector | None]) -> list[StoreReceipt]:
+        self._access.require("write", "import")
+        for item in items:
+            self._access.check_writable(item.meta.namespace_node)
+        return await self._engine.import_items(items, vectors)
 
     async def get(self, request: GetRequest) -> list[Hit]:
         self._access.check_named(request.reach)

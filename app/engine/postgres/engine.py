@@ -43,6 +43,7 @@ from app.contract.requests import (
     StoreManyRequest,
     StoreReceipt,
 )
+from app.contract.transfer import ExportPage, ExportRequest, ExportRow, GivenVector, kept_vectors
 from app.embeddings.errors import embedder_errors
 from app.embeddings.protocol import Embedder
 from app.engine import answers
@@ -60,6 +61,7 @@ from app.engine.postgres.pool import Pools, execute, fetch, fetchval
 from app.engine.postgres.queries.facets import folds_facet, plan_explore
 from app.engine.postgres.queries.listing import plan_get, plan_list
 from app.engine.postgres.queries.statement import Statement
+from app.engine.postgres.queries.transfer import plan_export
 from app.engine.postgres.queries.writes import (
     ItemRow,
     plan_forget_filter,
@@ -236,7 +238,13 @@ class PostgresEngine:
     async def store_many(self, items: list[StoredItem]) -> list[StoreReceipt]:
         return await self._write(StoreManyRequest.model_construct(items=items).checked(self._limits))
 
-    async def _write(self, checked: list[StoredItem]) -> list[StoreReceipt]:
+    async def import_items(self, items: list[StoredItem], vectors: list[GivenVector | None]) -> list[StoreReceipt]:
+        """``store_many`` for an import: an item with a vector of this embedder keeps it, unembedded."""
+        checked = StoreManyRequest.model_construct(items=items).checked(self._limits)
+        given = kept_vectors(vectors, self._embedder)
+        return await self._write(checked, given)
+
+    async def _write(self, checked: list[StoredItem], given: dict[int, np.ndarray] | None = None) -> list[StoreReceipt]:
         """Validated items, written in one transaction; a receipt each, in their order.
 
         The encoder is the costly part of a write, so each new item is embedded once: repeats in
@@ -255,7 +263,10 @@ class PostgresEngine:
                 held = await self._held(connection, list(first))
                 latest = await self._thread_latest(connection, threads)
         embedded = dict(zip(positions, texts_to_embed([texts[p] for p in positions], threads, latest), strict=True))
-        vectors = await self._vectors({p: embedded[p] for p in positions if rows[p].id not in held})
+        given = given or {}
+        new = [p for p in positions if rows[p].id not in held]
+        vectors = {p: given[p] for p in new if p in given}
+        vectors |= await self._vectors({p: embedded[p] for p in new if p not in given})
         with database_errors():
             async with self.connection() as connection, connection.transaction():
                 inserted = await self._insert(connection, [rows[p] for p in positions])
@@ -406,6 +417,23 @@ class PostgresEngine:
         if self._answerer is not None:
             return await self._answerer.answer(request.question, request.instructions, hits)
         return answers.compose(request.question, hits)
+
+    async def export_page(self, request: ExportRequest, *, after: int, ceiling: int | None, count: int) -> ExportPage:
+        request = request.checked(self._limits)
+        model = self._embedder.name if request.include_vectors else None
+        rows = await self.run(
+            plan_export(filter_predicate(request.filter), after=after, ceiling=ceiling, count=count, model=model)
+        )
+        return ExportPage(
+            rows=[
+                ExportRow(
+                    row["seq"], row["id"], row["item"], row["vector"].to_list() if row["vector"] is not None else None
+                )
+                for row in rows
+            ],
+            ceiling=rows[0]["ceiling"] if rows else (ceiling or 0),
+            embedder=self._embedder.name,
+        )
 
     async def list(self, request: ListRequest) -> ListPage:
         request = request.checked(self._limits)
