@@ -1,4 +1,4 @@
-"""The ``engram`` command: serve, migrate, keys, openapi, reembed, eval, conformance."""
+"""The ``engram`` command: serve, migrate, keys, export, import, openapi, reembed, eval, conformance."""
 
 from __future__ import annotations
 
@@ -6,11 +6,12 @@ import argparse
 import asyncio
 import contextlib
 import ipaddress
+import json
 import logging
 import os
 import signal
 import sys
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -138,6 +139,91 @@ def _migrate(args: argparse.Namespace, settings: Settings) -> int:
         schema.upgrade(url, embedding_dim=dimension, text_search_config=settings.text_search_config)
     print(f"engram: schema of {schema.redacted(url)} is at {schema.head_revision()}", flush=True)
     return 0
+
+
+def _export(args: argparse.Namespace, settings: Settings) -> int:
+    from tqdm import tqdm
+
+    from app.contract.requests import ExploreRequest
+    from app.contract.transfer import ExportRequest
+    from app.engine.postgres.service import open_postgres_engine
+    from app.engine.transfer import export_lines
+
+    try:
+        given = json.loads(args.filter) if args.filter else {}
+    except json.JSONDecodeError:
+        raise InvalidRequest("--filter is not valid json") from None
+    request = _validated(ExportRequest, {"filter": given, "include_vectors": args.include_vectors})
+    out = open(args.out, "wb") if args.out else sys.stdout.buffer  # noqa: SIM115 (closed below, or stdout)
+
+    async def run() -> int:
+        logging.getLogger("engram").setLevel(logging.WARNING)
+        engine = await open_postgres_engine(settings)
+        try:
+            total = (await engine.explore(ExploreRequest(facet="kind", filter=request.filter, limit=3))).total
+            with tqdm(total=total, unit=" items", file=sys.stderr, disable=None, leave=False) as bar:
+                async for line in export_lines(engine, request):
+                    out.write(line)
+                    bar.update(1)
+        finally:
+            await engine.close()
+        print(f"engram: exported {total} items", file=sys.stderr)
+        return 0
+
+    try:
+        return asyncio.run(run())
+    finally:
+        if args.out:
+            out.close()
+
+
+def _import(args: argparse.Namespace, settings: Settings) -> int:
+    from tqdm import tqdm
+
+    from app.engine.postgres.service import open_postgres_engine
+    from app.engine.transfer import import_lines
+
+    try:
+        source = open(args.file, "rb")  # noqa: SIM115 (closed below)
+    except OSError as error:
+        raise InvalidRequest(f"cannot read {args.file}: {error.strerror or error}") from None
+
+    async def run() -> int:
+        logging.getLogger("engram").setLevel(logging.WARNING)
+        engine = await open_postgres_engine(settings)
+        size = os.fstat(source.fileno()).st_size
+        try:
+            with tqdm(total=size, unit="B", unit_scale=True, file=sys.stderr, disable=None, leave=False) as bar:
+
+                async def lines() -> AsyncIterator[bytes]:
+                    for line in source:
+                        yield line
+
+                report = await import_lines(engine, lines(), progress=bar.update)
+        finally:
+            await engine.close()
+        for refused in report.rejected:
+            print(f"engram: line {refused.line}: {refused.message}", file=sys.stderr)
+        print(
+            f"engram: {report.stored} items stored, {report.replayed} already held, "
+            f"{len(report.rejected)} lines refused; trailer {report.trailer}",
+            file=sys.stderr,
+        )
+        return 1 if report.rejected or report.trailer == "mismatch" else 0
+
+    try:
+        return asyncio.run(run())
+    finally:
+        source.close()
+
+
+def _validated(model: Any, data: Any) -> Any:
+    """``data`` as ``model``; a refusal names the field, as an API answer would."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as error:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'value'}: {e['msg'].lower()}" for e in error.errors())
+        raise InvalidRequest(problems) from None
 
 
 def _keys(args: argparse.Namespace, settings: Settings) -> int:
@@ -342,6 +428,16 @@ def build_parser() -> argparse.ArgumentParser:
     serve.set_defaults(run=_serve)
     commands.add_parser("migrate", help="bring the database schema up to date").set_defaults(run=_migrate)
     commands.add_parser("openapi", help="print the OpenAPI document").set_defaults(run=_openapi)
+    exporting = commands.add_parser(
+        "export", help="write every item (a filter admits) as NDJSON, then a trailer line (docs/lifecycle.md)"
+    )
+    exporting.add_argument("--filter", metavar="JSON", help='a contract filter, such as \'{"tags_any": ["style"]}\'')
+    exporting.add_argument("--include-vectors", action="store_true", help="each item's vector and its model too")
+    exporting.add_argument("--out", metavar="FILE", help="write here instead of standard output")
+    exporting.set_defaults(run=_export)
+    importing = commands.add_parser("import", help="store an NDJSON dump back; a re-run replays what is held")
+    importing.add_argument("file", help="a file written by engram export (or POST /v1/export)")
+    importing.set_defaults(run=_import)
     keys = commands.add_parser("keys", help="make, list and revoke API keys bound to a namespace reach")
     keys.set_defaults(run=_keys)
     key_commands = keys.add_subparsers(dest="keys_command", required=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 from typing import Any
 
@@ -15,6 +16,7 @@ from app.engine.reference import ReferenceEngine
 from app.main import create_app
 from app.settings import Settings
 from tests.support.engines import ClientFactory, truncate
+from tests.support.scratch import run_engram
 
 NDJSON = {"content-type": "application/x-ndjson"}
 
@@ -203,3 +205,29 @@ async def test_keys_export_and_import_within_their_reach(make_client: ClientFact
             (1, "forbidden"),
             (4, "forbidden"),
         ]
+
+
+async def test_the_cli_exports_and_imports(
+    make_client: ClientFactory, pg_engine: PostgresEngine, database_url: str, tmp_path: Any
+) -> None:
+    """``engram export`` then ``engram import`` into the emptied database: the same items; a bad line is named."""
+    settings = {"database_url": database_url, "embedder": "wordllama", "embedding_dim": "256"}
+    async with make_client() as client:
+        ids = await fill(client)
+        dump = tmp_path / "dump.ndjson"
+        exported = await asyncio.to_thread(run_engram, "export", "--include-vectors", "--out", str(dump), **settings)
+        assert exported.returncode == 0, exported.stderr
+        assert "engram: exported 4 items" in exported.stderr
+        assert lines(dump.read_bytes())[:-1] == lines(await export(client, include_vectors=True))[:-1]
+        await truncate(pg_engine)
+        imported = await asyncio.to_thread(run_engram, "import", str(dump), **settings)
+        assert imported.returncode == 0, imported.stderr
+        assert "engram: 4 items stored, 0 already held, 0 lines refused; trailer verified" in imported.stderr
+        assert [h["id"] for h in (await client.post("/v1/get", json={"ids": ids})).json()["hits"]] == ids
+        dump.write_bytes(dump.read_bytes().replace(b'"confidence":0.8', b'"confidence":8', 1))
+        again = await asyncio.to_thread(run_engram, "import", str(dump), **settings)
+        assert again.returncode == 1
+        assert "engram: line 4: invalid request: item: confidence must be a number in 0..1" in again.stderr
+        assert "trailer mismatch" in again.stderr
+        bad = await asyncio.to_thread(run_engram, "export", "--filter", "{nope", **settings)
+        assert bad.returncode == 2 and "engram: invalid request: --filter is not valid json" in bad.stderr
