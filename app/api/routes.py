@@ -163,7 +163,7 @@ async def forget_within(
     body: Annotated[ForgetWithinRequest, Body(openapi_examples=examples.FORGET_WITHIN)], engine: Engine
 ) -> Response:
     """Remove the ids that lie within the reach, and nothing else."""
-    return answer(await engine.forget_within(body.ids, body.reach))
+    return answer(await engine.forget_within(body.ids, body.reach, dry_run=body.dry_run))
 
 
 @router.post("/explore", response_model=ExplorePage, operation_id="explore", responses=READ_ERRORS)

@@ -205,6 +205,15 @@ class Filter(Closed):
         """True when the filter constrains nothing (only unset fields and empty lists)."""
         return not self.model_dump(exclude_none=True, exclude_defaults=True)
 
+    def admits_everything(self) -> bool:
+        """True when no item can fail it: a reach at the root with descendants (or none), every kind
+        or source listed, and nothing else set."""
+        reach = self.reach is None or (self.reach.node.is_root and self.reach.descendants)
+        rest = self.model_dump(exclude_none=True, exclude_defaults=True, exclude={"reach", "kinds", "sources"})
+        kinds = not self.kinds or set(ITEM_KINDS) <= set(self.kinds)
+        sources = not self.sources or set(SOURCE_KINDS) <= set(self.sources)
+        return reach and not rest and kinds and sources
+
     def exact_fields(self) -> dict[str, str]:
         """The set fields compared by equality with the same-named meta field."""
         return {name: getattr(self, name) for name in _EXACT_META_FIELDS if getattr(self, name) is not None}

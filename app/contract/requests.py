@@ -151,6 +151,8 @@ class GetRequest(_Bounded):
 class ForgetByIds(_Bounded):
     _bound = ("ids", MAX_FORGET_IDS, f"ids holds more than {MAX_FORGET_IDS} ids")
     ids: list[str]
+    dry_run: bool = False
+    """Answer what would be forgotten (``would_forget``, ``first_ids``) and remove nothing."""
 
     def checked(self, limits: Limits = DEFAULT_LIMITS) -> ForgetByIds:
         _check_ids(self.ids, MAX_FORGET_IDS, limits)
@@ -159,11 +161,16 @@ class ForgetByIds(_Bounded):
 
 class ForgetByFilter(Closed):
     filter: Filter
+    all: bool = False
+    """Say so to forget with a filter that admits every item (a reach at the root with descendants...)."""
+    dry_run: bool = False
 
     def checked(self, limits: Limits = DEFAULT_LIMITS) -> ForgetByFilter:
         checked = self.filter.checked(limits)
         if checked.is_empty():
             raise InvalidRequest("an empty filter would forget everything: name at least one constraint")
+        if checked.admits_everything() and not self.all:
+            raise InvalidRequest('this filter admits every item: send "all": true to forget everything')
         return self.model_copy(update={"filter": checked})
 
 
@@ -181,6 +188,7 @@ class ForgetWithinRequest(_Bounded):
     _bound = ("ids", MAX_FORGET_IDS, f"ids holds more than {MAX_FORGET_IDS} ids")
     ids: list[str]
     reach: Reach
+    dry_run: bool = False
 
     def checked(self, limits: Limits = DEFAULT_LIMITS) -> ForgetWithinRequest:
         _check_ids(self.ids, MAX_FORGET_IDS, limits)
@@ -273,8 +281,17 @@ class RecallAnswer(Answer):
     model: str | None = None
 
 
+PREVIEW_IDS = 20
+"""How many ids a dry run names, the first stored first."""
+
+
 class ForgetReport(Answer):
+    """``forgotten``: items removed. A dry run removes none and says ``would_forget`` and the
+    ``first_ids`` (at most PREVIEW_IDS, in the order stored) instead."""
+
     forgotten: int
+    would_forget: int | None = None
+    first_ids: list[str] | None = None
 
 
 class FacetBucket(Answer):

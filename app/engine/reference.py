@@ -23,6 +23,7 @@ from app.contract.meta import Filter
 from app.contract.namespaces import Reach
 from app.contract.requests import (
     FETCH_MODES,
+    PREVIEW_IDS,
     EngineDescriptor,
     ExplorePage,
     ExploreRequest,
@@ -257,11 +258,17 @@ class ReferenceEngine:
                 doomed = [i for i in dict.fromkeys(target.ids) if i in self._records]
             else:
                 doomed = [i for i, _ in self._admitted(target.filter)]
+            if target.dry_run:
+                return self._preview(doomed)
             for item_id in doomed:
                 del self._records[item_id]
             return ForgetReport(forgotten=len(doomed))
 
-    async def forget_within(self, ids: list[str], reach: Reach) -> ForgetReport:
+    def _preview(self, doomed: list[str]) -> ForgetReport:
+        first = sorted(doomed, key=lambda item_id: self._records[item_id].seq)[:PREVIEW_IDS]
+        return ForgetReport(forgotten=0, would_forget=len(doomed), first_ids=first)
+
+    async def forget_within(self, ids: list[str], reach: Reach, *, dry_run: bool = False) -> ForgetReport:
         request = ForgetWithinRequest(ids=ids, reach=reach).checked(self._limits)
         reach = request.reach
         async with self._lock:
@@ -270,6 +277,8 @@ class ReferenceEngine:
                 for i in dict.fromkeys(request.ids)
                 if i in self._records and reach.admits(self._records[i].item.meta.namespace_node)
             ]
+            if dry_run:
+                return self._preview(doomed)
             for item_id in doomed:
                 del self._records[item_id]
             return ForgetReport(forgotten=len(doomed))

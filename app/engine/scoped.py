@@ -72,16 +72,17 @@ class ScopedEngine:
             return await self._engine.forget(target)
         if isinstance(target, ForgetByIds):
             # Ids are not namespace-scoped for the contract; for a scoped key they are its own only.
-            return await self._engine.forget_within(target.ids, writable)
+            target.checked()
+            return await self._engine.forget_within(target.ids, writable, dry_run=target.dry_run)
         checked = target.checked()  # an empty filter is refused as the request's, before narrowing
         narrowed = self._access.narrowed(checked.filter, within=writable)
         return await self._engine.forget(checked.model_copy(update={"filter": narrowed}))
 
-    async def forget_within(self, ids: list[str], reach: Reach) -> ForgetReport:
+    async def forget_within(self, ids: list[str], reach: Reach, *, dry_run: bool = False) -> ForgetReport:
         self._access.require("admin", "forget")
         writable = self._access.writable
         if writable is None:
-            return await self._engine.forget_within(ids, reach)
+            return await self._engine.forget_within(ids, reach, dry_run=dry_run)
         request = ForgetWithinRequest(ids=ids, reach=reach).checked()
         self._access.check_named(request.reach)
         # An id's namespace is part of the id: the ids the request's reach admits and the key may
@@ -91,8 +92,8 @@ class ScopedEngine:
             chunk = GetRequest(ids=request.ids[start : start + MAX_GET_IDS], reach=request.reach)
             kept += [hit.id for hit in await self._engine.get(chunk) if writable.admits(namespace_of(hit))]
         if not kept:
-            return ForgetReport(forgotten=0)
-        return await self._engine.forget_within(kept, request.reach)
+            return ForgetReport(forgotten=0, would_forget=0, first_ids=[]) if dry_run else ForgetReport(forgotten=0)
+        return await self._engine.forget_within(kept, request.reach, dry_run=dry_run)
 
     # --- reads -----------------------------------------------------------------------------------
 

@@ -441,6 +441,39 @@ async def test_forget_within_removes_only_ids_in_reach(engine: Any, stored: list
     assert sorted(await all_ids(engine)) == sorted([stored[1], stored[2], stored[3]])
 
 
+@pytest.mark.parametrize(
+    "everything",
+    [
+        Filter(reach=Reach(at="root", descendants=True)),
+        Filter(reach=Reach(at="", inherit=False, descendants=True)),
+        Filter(kinds=["document", "conversation", "learning"]),
+        Filter(sources=["folder", "file", "conversation", "agent", "import"], kinds=[]),
+    ],
+)
+async def test_a_filter_that_admits_every_item_forgets_only_when_told_all(
+    engine: Any, stored: list[str], everything: Filter
+) -> None:
+    with pytest.raises(InvalidRequest, match='admits every item: send "all": true'):
+        await engine.forget(ForgetByFilter(filter=everything))
+    assert len(await all_ids(engine)) == 5
+    assert (await engine.forget(ForgetByFilter(filter=everything, all=True))).forgotten == 5
+    assert await all_ids(engine) == []
+
+
+async def test_a_dry_run_says_what_would_go_and_removes_nothing(engine: Any, stored: list[str]) -> None:
+    by_filter = await engine.forget(ForgetByFilter(filter=Filter(tags_any=["lang"]), dry_run=True))
+    by_ids = await engine.forget(ForgetByIds(ids=[stored[4], stored[0], "unknown"], dry_run=True))
+    reach = Reach(at="team:acme", inherit=False, descendants=True)
+    within = await engine.forget_within([stored[0], stored[2], stored[4]], reach, dry_run=True)
+    assert len(await all_ids(engine)) == 5
+    lang = [i for i in stored if i not in (stored[0], stored[1], stored[4])]
+    assert (by_filter.forgotten, by_filter.would_forget, by_filter.first_ids) == (0, 2, lang)
+    assert (by_ids.would_forget, by_ids.first_ids) == (2, [stored[0], stored[4]]), "first stored first"
+    assert (within.would_forget, within.forgotten) == (2, 0)
+    real = await engine.forget_within([stored[0], stored[2], stored[4]], reach)
+    assert real.forgotten == within.would_forget and real.would_forget is None
+
+
 # Recall.
 
 

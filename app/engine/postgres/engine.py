@@ -69,6 +69,8 @@ from app.engine.postgres.queries.writes import (
     plan_held,
     plan_insert,
     plan_lock_ids,
+    plan_preview_filter,
+    plan_preview_ids,
     plan_queue_vectors,
     plan_thread_latest,
 )
@@ -325,12 +327,24 @@ class PostgresEngine:
     async def forget(self, target: ForgetTarget) -> ForgetReport:
         target = target.checked(self._limits)
         if isinstance(target, ForgetByIds):
+            if target.dry_run:
+                return await self._preview(plan_preview_ids(target.ids))
             return await self._delete(plan_forget_ids(target.ids))
-        return await self._delete(plan_forget_filter(filter_predicate(target.filter)))
+        pred = filter_predicate(target.filter)
+        return await (
+            self._preview(plan_preview_filter(pred)) if target.dry_run else self._delete(plan_forget_filter(pred))
+        )
 
-    async def forget_within(self, ids: list[str], reach: Reach) -> ForgetReport:
+    async def forget_within(self, ids: list[str], reach: Reach, *, dry_run: bool = False) -> ForgetReport:
         request = ForgetWithinRequest(ids=ids, reach=reach).checked(self._limits)
-        return await self._delete(plan_forget_ids(request.ids, filter_predicate(Filter(reach=request.reach))))
+        pred = filter_predicate(Filter(reach=request.reach))
+        if dry_run:
+            return await self._preview(plan_preview_ids(request.ids, pred))
+        return await self._delete(plan_forget_ids(request.ids, pred))
+
+    async def _preview(self, statement: Statement) -> ForgetReport:
+        (row,) = await self.run(statement)
+        return ForgetReport(forgotten=0, would_forget=row["n"], first_ids=list(row["first_ids"]))
 
     async def _delete(self, statement: Statement) -> ForgetReport:
         """One statement, so atomic without a transaction of its own."""

@@ -7,6 +7,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from app.contract.requests import PREVIEW_IDS
 from app.engine.postgres.filters import Predicate
 from app.engine.postgres.queries.statement import Statement
 from app.engine.postgres.vectors import vector_array
@@ -120,6 +121,27 @@ def plan_forget_ids(ids: Sequence[str], pred: Predicate | None = None) -> Statem
     if pred is None:
         return _delete("i.id = ANY(:ids)", {"ids": ids})
     return _delete(f"i.id = ANY(:ids) AND {pred.sql()}", {"ids": ids, **pred.params})
+
+
+def _preview(where: str, params: Mapping[str, object]) -> Statement:
+    sql = f"""
+        SELECT (SELECT count(*) FROM engram_items i WHERE {where}) AS n,
+               ARRAY(SELECT i.id FROM engram_items i WHERE {where} ORDER BY i.seq LIMIT :first) AS first_ids
+    """
+    return Statement.bind(sql, {**params, "first": PREVIEW_IDS})
+
+
+def plan_preview_ids(ids: Sequence[str], pred: Predicate | None = None) -> Statement:
+    """What ``plan_forget_ids`` would forget: how many, and the first ids in the order stored."""
+    ids = list(dict.fromkeys(ids))
+    if pred is None:
+        return _preview("i.id = ANY(:ids)", {"ids": ids})
+    return _preview(f"i.id = ANY(:ids) AND {pred.sql()}", {"ids": ids, **pred.params})
+
+
+def plan_preview_filter(pred: Predicate) -> Statement:
+    """What ``plan_forget_filter`` would forget."""
+    return _preview(pred.sql(), pred.params)
 
 
 def plan_forget_filter(pred: Predicate) -> Statement:
