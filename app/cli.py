@@ -13,6 +13,7 @@ import signal
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
@@ -178,43 +179,66 @@ def _export(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _import(args: argparse.Namespace, settings: Settings) -> int:
+    import asyncpg
     from tqdm import tqdm
 
+    from app.contract.namespaces import normalise_namespace
     from app.engine.postgres.service import open_postgres_engine
     from app.engine.transfer import import_lines
+    from app.importers.langgraph import langgraph_lines
+    from app.importers.mem0 import mem0_lines, read_export
 
-    try:
-        source = open(args.file, "rb")  # noqa: SIM115 (closed below)
-    except OSError as error:
-        raise InvalidRequest(f"cannot read {args.file}: {error.strerror or error}") from None
+    namespace = normalise_namespace(args.namespace)
+    if args.source == "langgraph":
+        if not args.dsn or args.file:
+            raise InvalidRequest("--from langgraph reads the store at --dsn URL, not a file")
+        lines, size = langgraph_lines(args.dsn, namespace), None
+    else:
+        if not args.file or args.dsn:
+            raise InvalidRequest(f"--from {args.source} reads a file")
+        try:
+            content = Path(args.file).read_bytes()
+        except OSError as error:
+            raise InvalidRequest(f"cannot read {args.file}: {error.strerror or error}") from None
+        size = len(content)
+        if args.source == "mem0":
+            try:
+                lines = mem0_lines(read_export(content), namespace)
+            except ValueError as error:  # not JSON, or not mem0's shape
+                raise InvalidRequest(f"{args.file} is not a mem0 export: {str(error).lower()}") from None
+        elif namespace:
+            raise InvalidRequest("--namespace applies to --from mem0 or langgraph: a dump keeps its own")
+        else:
+            lines = _lines_of(content)
 
     async def run() -> int:
         logging.getLogger("engram").setLevel(logging.WARNING)
         engine = await open_postgres_engine(settings)
-        size = os.fstat(source.fileno()).st_size
+        unit = {"unit": "B", "unit_scale": True} if size is not None else {"unit": " lines"}
         try:
-            with tqdm(total=size, unit="B", unit_scale=True, file=sys.stderr, disable=None, leave=False) as bar:
-
-                async def lines() -> AsyncIterator[bytes]:
-                    for line in source:
-                        yield line
-
-                report = await import_lines(engine, lines(), progress=bar.update)
+            with tqdm(total=size, file=sys.stderr, disable=None, leave=False, **unit) as bar:  # type: ignore[call-overload]
+                step = bar.update if size is not None else (lambda _: bar.update(1))
+                report = await import_lines(engine, lines, progress=step)
+        except (OSError, asyncpg.PostgresError) as error:
+            raise InvalidRequest(f"cannot read the langgraph store: {type(error).__name__}") from None
         finally:
             await engine.close()
         for refused in report.rejected:
             print(f"engram: line {refused.line}: {refused.message}", file=sys.stderr)
+        trailer = f"; trailer {report.trailer}" if args.source == "engram" else ""
         print(
             f"engram: {report.stored} items stored, {report.replayed} already held, "
-            f"{len(report.rejected)} lines refused; trailer {report.trailer}",
+            f"{len(report.rejected)} lines refused{trailer}",
             file=sys.stderr,
         )
         return 1 if report.rejected or report.trailer == "mismatch" else 0
 
-    try:
-        return asyncio.run(run())
-    finally:
-        source.close()
+    return asyncio.run(run())
+
+
+async def _lines_of(content: bytes) -> AsyncIterator[bytes]:
+    for line in content.splitlines(keepends=True):
+        yield line
 
 
 def _validated(model: Any, data: Any) -> Any:
@@ -435,8 +459,15 @@ def build_parser() -> argparse.ArgumentParser:
     exporting.add_argument("--include-vectors", action="store_true", help="each item's vector and its model too")
     exporting.add_argument("--out", metavar="FILE", help="write here instead of standard output")
     exporting.set_defaults(run=_export)
-    importing = commands.add_parser("import", help="store an NDJSON dump back; a re-run replays what is held")
-    importing.add_argument("file", help="a file written by engram export (or POST /v1/export)")
+    importing = commands.add_parser(
+        "import", help="store a dump (or mem0's or LangGraph's memories) back; a re-run replays what is held"
+    )
+    importing.add_argument("file", nargs="?", help="a file written by engram export, or mem0's export")
+    importing.add_argument(
+        "--from", dest="source", choices=("engram", "mem0", "langgraph"), default="engram", help="what the source is"
+    )
+    importing.add_argument("--dsn", metavar="URL", help="--from langgraph: the PostgreSQL database of its store")
+    importing.add_argument("--namespace", help="--from mem0 or langgraph: where the items go (default root)")
     importing.set_defaults(run=_import)
     keys = commands.add_parser("keys", help="make, list and revoke API keys bound to a namespace reach")
     keys.set_defaults(run=_keys)
