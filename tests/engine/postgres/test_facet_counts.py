@@ -111,7 +111,7 @@ async def test_counts_follow_replays_and_forgets(pg_engine: PostgresEngine) -> N
     await pg_engine.forget(ForgetByIds(ids=ids))
     await pg_engine.forget(ForgetByFilter(filter=Filter(tags_any=["red"])))
     await assert_counts_match_the_items(pg_engine)
-    await pg_engine.forget(ForgetByFilter(filter=EVERY_ITEM))
+    await pg_engine.forget(ForgetByFilter(filter=EVERY_ITEM, all=True))
     for facet in FACETS:
         page = await pg_engine.explore(ExploreRequest(facet=facet, limit=10))  # type: ignore[arg-type]
         assert answer(page) == ([], 0, 0, 0), facet
