@@ -25,7 +25,8 @@ except urllib.error.HTTPError as e: print(e.code)")
 "$py" tests/reliability/fuzz_schema.py openapi.json >"$work/openapi-linked.json"
 
 cd "$work"  # schemathesis writes nothing into the source tree
-"$root/.venv/bin/schemathesis" run "$work/openapi-linked.json" \
+# NDJSON bodies and answers (import, export): fuzz_hooks.py draws and reads them.
+PYTHONPATH="$root/tests/reliability" SCHEMATHESIS_HOOKS=fuzz_hooks "$root/.venv/bin/schemathesis" run "$work/openapi-linked.json" \
     --url "$base" \
     --header "Authorization: Bearer $key" \
     --checks not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance \
