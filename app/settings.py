@@ -15,7 +15,7 @@ from sqlalchemy.exc import ArgumentError
 
 from app.contract.limits import DEFAULT_LIMITS, Limits
 from app.embeddings.registry import EMBEDDERS
-from app.engine.postgres.options import EngineOptions, HNSWOptions, IndexerOptions, PoolOptions
+from app.engine.postgres.options import EngineOptions, HNSWOptions, IndexerOptions, PoolOptions, UndoOptions
 
 
 def _http_url(value: str) -> bool:
@@ -98,6 +98,8 @@ class Settings(BaseSettings):
     # Background workers moving queued vectors into the HNSW index, a database connection (and, while
     # there is a backlog, a core) each: docs/tuning.md#vector-indexers.
     vector_indexers: int = Field(default=IndexerOptions.workers, ge=1)
+    # Seconds a forget can be undone (POST /v1/restore with its receipt); 0: a forget is final.
+    forget_undo_window_s: float = Field(default=UndoOptions.window_s, ge=0)
 
     # HTTP.
     api_keys: SecretStr | None = None
@@ -220,6 +222,7 @@ class Settings(BaseSettings):
                 iterative_scan=self.hnsw_iterative_scan,
             ),
             indexer=IndexerOptions(backlog_limit=self.vector_backlog_limit, workers=self.vector_indexers),
+            undo=UndoOptions(window_s=self.forget_undo_window_s),
         )
 
     def api_key_list(self) -> list[str]:

@@ -29,6 +29,8 @@ from app.contract.requests import (
     ListRequest,
     RecallAnswer,
     RecallRequest,
+    RestoreReport,
+    RestoreRequest,
     StoreManyRequest,
     StoreManyResult,
     StoreReceipt,
@@ -40,7 +42,7 @@ _ERROR_TEXT = {
     400: "The request fits the schema but the contract refuses it (`invalid_request`).",
     401: "The API key is missing or wrong (`unauthorized`).",
     403: "The key may not do this, or not in this namespace (`forbidden`).",
-    404: "No such key (`not_found`).",
+    404: "The addressed key or forget receipt does not exist (`not_found`).",
     413: "The body is over the configured limit (`payload_too_large`).",
     422: "The body does not fit the schema (`invalid_request`); `details` names the fields.",
     500: "The engine failed (`engine`) or the service is misconfigured (`config`).",
@@ -163,7 +165,15 @@ async def forget_within(
     body: Annotated[ForgetWithinRequest, Body(openapi_examples=examples.FORGET_WITHIN)], engine: Engine
 ) -> Response:
     """Remove the ids that lie within the reach, and nothing else."""
-    return answer(await engine.forget_within(body.ids, body.reach, dry_run=body.dry_run))
+    return answer(await engine.forget_within(body.ids, body.reach, dry_run=body.dry_run, purge=body.purge))
+
+
+@router.post(
+    "/restore", response_model=RestoreReport, operation_id="restore", responses={**READ_ERRORS, **documented(404)}
+)
+async def restore(body: Annotated[RestoreRequest, Body()], engine: Engine) -> Response:
+    """Bring back what a forget removed, by its receipt, within the undo window (ENGRAM_FORGET_UNDO_WINDOW_S)."""
+    return answer(await engine.restore(body.receipt))
 
 
 @router.post("/explore", response_model=ExplorePage, operation_id="explore", responses=READ_ERRORS)

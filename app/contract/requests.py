@@ -153,6 +153,8 @@ class ForgetByIds(_Bounded):
     ids: list[str]
     dry_run: bool = False
     """Answer what would be forgotten (``would_forget``, ``first_ids``) and remove nothing."""
+    purge: bool = False
+    """Erase: keep nothing for the undo window, and drop these ids' copies already held in it."""
 
     def checked(self, limits: Limits = DEFAULT_LIMITS) -> ForgetByIds:
         _check_ids(self.ids, MAX_FORGET_IDS, limits)
@@ -164,6 +166,7 @@ class ForgetByFilter(Closed):
     all: bool = False
     """Say so to forget with a filter that admits every item (a reach at the root with descendants...)."""
     dry_run: bool = False
+    purge: bool = False
 
     def checked(self, limits: Limits = DEFAULT_LIMITS) -> ForgetByFilter:
         checked = self.filter.checked(limits)
@@ -189,6 +192,7 @@ class ForgetWithinRequest(_Bounded):
     ids: list[str]
     reach: Reach
     dry_run: bool = False
+    purge: bool = False
 
     def checked(self, limits: Limits = DEFAULT_LIMITS) -> ForgetWithinRequest:
         _check_ids(self.ids, MAX_FORGET_IDS, limits)
@@ -292,6 +296,21 @@ class ForgetReport(Answer):
     forgotten: int
     would_forget: int | None = None
     first_ids: list[str] | None = None
+    receipt: str | None = None
+    """Pass it to ``POST /v1/restore`` within the undo window to bring the items back."""
+
+
+class RestoreRequest(Closed):
+    receipt: Annotated[str, Field(max_length=64)]
+
+    def checked(self, limits: Limits = DEFAULT_LIMITS) -> RestoreRequest:
+        if is_blank(self.receipt):
+            raise InvalidRequest("receipt must not be blank")
+        return self
+
+
+class RestoreReport(Answer):
+    restored: int
 
 
 class FacetBucket(Answer):

@@ -21,6 +21,7 @@ from app.contract.requests import (
     ListRequest,
     RecallAnswer,
     RecallRequest,
+    RestoreReport,
     StoreReceipt,
 )
 from app.contract.transfer import ExportPage, ExportRequest, GivenVector
@@ -56,7 +57,13 @@ class MemoryEngine(Protocol):
 
     async def forget(self, target: ForgetTarget) -> ForgetReport: ...
 
-    async def forget_within(self, ids: list[str], reach: Reach, *, dry_run: bool = False) -> ForgetReport: ...
+    async def forget_within(
+        self, ids: list[str], reach: Reach, *, dry_run: bool = False, purge: bool = False
+    ) -> ForgetReport: ...
+
+    async def restore(self, receipt: str, *, within: Reach | None = None) -> RestoreReport:
+        """What a forget kept under ``receipt``, back; ``not_found`` once the undo window is over."""
+        ...
 
     async def explore(self, request: ExploreRequest) -> ExplorePage: ...
 

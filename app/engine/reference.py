@@ -11,14 +11,16 @@ from __future__ import annotations
 import asyncio
 import math
 import secrets
+import time
 from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
 
+from app.contract.errors import Forbidden, NotFound, quoted
 from app.contract.explore import explore_page, facet_values
 from app.contract.items import Learning, StoredItem
-from app.contract.limits import DEFAULT_LIMITS, Limits
+from app.contract.limits import DEFAULT_LIMITS, MAX_STORE_MANY, Limits
 from app.contract.meta import Filter
 from app.contract.namespaces import Reach
 from app.contract.requests import (
@@ -40,6 +42,8 @@ from app.contract.requests import (
     ListRequest,
     RecallAnswer,
     RecallRequest,
+    RestoreReport,
+    RestoreRequest,
     StoreManyRequest,
     StoreReceipt,
 )
@@ -52,6 +56,7 @@ from app.engine.fusion import fuse
 from app.engine.grounded import GroundedAnswerer
 from app.engine.keys import MemoryKeys
 from app.engine.keywords import MAX_TERMS, STOP_WORDS, WORD, KeywordQuery, stem
+from app.engine.receipts import new_receipt
 
 
 @dataclass
@@ -98,9 +103,16 @@ def _cosine(a: list[float], b: list[float]) -> float:
 
 class ReferenceEngine:
     def __init__(
-        self, embedder: Embedder, limits: Limits = DEFAULT_LIMITS, answerer: GroundedAnswerer | None = None
+        self,
+        embedder: Embedder,
+        limits: Limits = DEFAULT_LIMITS,
+        answerer: GroundedAnswerer | None = None,
+        undo_window_s: float = 600.0,
     ) -> None:
         self._embedder = embedder
+        self._undo_window_s = undo_window_s
+        # receipt -> (when, the records it kept), while the undo window holds them.
+        self._kept: dict[str, tuple[float, list[tuple[str, _Record]]]] = {}
         self._answerer = answerer  # as the PostgreSQL engine's: None answers extractively
         self._limits = limits
         self._records: dict[str, _Record] = {}
@@ -256,19 +268,36 @@ class ReferenceEngine:
         async with self._lock:
             if isinstance(target, ForgetByIds):
                 doomed = [i for i in dict.fromkeys(target.ids) if i in self._records]
+                if target.purge and not target.dry_run:
+                    self._erase_kept(target.ids)
             else:
                 doomed = [i for i, _ in self._admitted(target.filter)]
             if target.dry_run:
                 return self._preview(doomed)
-            for item_id in doomed:
-                del self._records[item_id]
-            return ForgetReport(forgotten=len(doomed))
+            return self._remove(doomed, target.purge)
+
+    def _remove(self, doomed: list[str], purge: bool) -> ForgetReport:
+        removed = [(item_id, self._records.pop(item_id)) for item_id in doomed]
+        if purge or self._undo_window_s <= 0 or not removed:
+            return ForgetReport(forgotten=len(removed))
+        receipt = new_receipt()
+        self._kept[receipt] = (time.monotonic(), removed)
+        return ForgetReport(forgotten=len(removed), receipt=receipt)
+
+    def _erase_kept(self, ids: list[str], reach: Reach | None = None) -> None:
+        def erased(item_id: str, record: _Record) -> bool:
+            return item_id in ids and (reach is None or reach.admits(record.item.meta.namespace_node))
+
+        for receipt, (when, records) in list(self._kept.items()):
+            self._kept[receipt] = (when, [(i, r) for i, r in records if not erased(i, r)])
 
     def _preview(self, doomed: list[str]) -> ForgetReport:
         first = sorted(doomed, key=lambda item_id: self._records[item_id].seq)[:PREVIEW_IDS]
         return ForgetReport(forgotten=0, would_forget=len(doomed), first_ids=first)
 
-    async def forget_within(self, ids: list[str], reach: Reach, *, dry_run: bool = False) -> ForgetReport:
+    async def forget_within(
+        self, ids: list[str], reach: Reach, *, dry_run: bool = False, purge: bool = False
+    ) -> ForgetReport:
         request = ForgetWithinRequest(ids=ids, reach=reach).checked(self._limits)
         reach = request.reach
         async with self._lock:
@@ -279,9 +308,24 @@ class ReferenceEngine:
             ]
             if dry_run:
                 return self._preview(doomed)
-            for item_id in doomed:
-                del self._records[item_id]
-            return ForgetReport(forgotten=len(doomed))
+            if purge:
+                self._erase_kept(request.ids, reach)
+            return self._remove(doomed, purge)
+
+    async def restore(self, receipt: str, *, within: Reach | None = None) -> RestoreReport:
+        request = RestoreRequest(receipt=receipt).checked(self._limits)
+        when, records = self._kept.get(request.receipt, (0.0, []))
+        if not records or time.monotonic() - when > self._undo_window_s:
+            raise NotFound(f"no forgotten items under receipt {quoted(request.receipt)} within the undo window")
+        for _, record in records:
+            if within is not None and not within.admits(record.item.meta.namespace_node):
+                raise Forbidden(f"namespace {quoted(str(record.item.meta.namespace_node))} is outside this key's reach")
+        items = [record.item for _, record in records]
+        vectors: list[GivenVector | None] = [(self._embedder.name, record.vector) for _, record in records]
+        for start in range(0, len(items), MAX_STORE_MANY):
+            await self.import_items(items[start : start + MAX_STORE_MANY], vectors[start : start + MAX_STORE_MANY])
+        del self._kept[request.receipt]
+        return RestoreReport(restored=len(items))
 
     async def explore(self, request: ExploreRequest) -> ExplorePage:
         request = request.checked(self._limits)

@@ -29,6 +29,7 @@ from app.contract.requests import (
     ListRequest,
     RecallAnswer,
     RecallRequest,
+    RestoreReport,
     StoreReceipt,
 )
 from app.contract.transfer import ExportPage, ExportRequest, GivenVector
@@ -73,16 +74,18 @@ class ScopedEngine:
         if isinstance(target, ForgetByIds):
             # Ids are not namespace-scoped for the contract; for a scoped key they are its own only.
             target.checked()
-            return await self._engine.forget_within(target.ids, writable, dry_run=target.dry_run)
+            return await self._engine.forget_within(target.ids, writable, dry_run=target.dry_run, purge=target.purge)
         checked = target.checked()  # an empty filter is refused as the request's, before narrowing
         narrowed = self._access.narrowed(checked.filter, within=writable)
         return await self._engine.forget(checked.model_copy(update={"filter": narrowed}))
 
-    async def forget_within(self, ids: list[str], reach: Reach, *, dry_run: bool = False) -> ForgetReport:
+    async def forget_within(
+        self, ids: list[str], reach: Reach, *, dry_run: bool = False, purge: bool = False
+    ) -> ForgetReport:
         self._access.require("admin", "forget")
         writable = self._access.writable
         if writable is None:
-            return await self._engine.forget_within(ids, reach, dry_run=dry_run)
+            return await self._engine.forget_within(ids, reach, dry_run=dry_run, purge=purge)
         request = ForgetWithinRequest(ids=ids, reach=reach).checked()
         self._access.check_named(request.reach)
         # An id's namespace is part of the id: the ids the request's reach admits and the key may
@@ -93,7 +96,11 @@ class ScopedEngine:
             kept += [hit.id for hit in await self._engine.get(chunk) if writable.admits(namespace_of(hit))]
         if not kept:
             return ForgetReport(forgotten=0, would_forget=0, first_ids=[]) if dry_run else ForgetReport(forgotten=0)
-        return await self._engine.forget_within(kept, request.reach, dry_run=dry_run)
+        return await self._engine.forget_within(kept, request.reach, dry_run=dry_run, purge=purge)
+
+    async def restore(self, receipt: str, *, within: Reach | None = None) -> RestoreReport:
+        self._access.require("admin", "restore")
+        return await self._engine.restore(receipt, within=self._access.writable)
 
     # --- reads -----------------------------------------------------------------------------------
 

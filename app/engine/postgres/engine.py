@@ -16,9 +16,9 @@ from contextlib import AbstractAsyncContextManager
 import asyncpg
 import numpy as np
 
-from app.contract.errors import ConfigError
-from app.contract.items import StoredItem
-from app.contract.limits import DEFAULT_LIMITS, Limits
+from app.contract.errors import ConfigError, Forbidden, NotFound, quoted
+from app.contract.items import ITEM_ADAPTER, StoredItem
+from app.contract.limits import DEFAULT_LIMITS, MAX_STORE_MANY, Limits
 from app.contract.meta import Filter
 from app.contract.namespaces import Reach
 from app.contract.requests import (
@@ -40,6 +40,8 @@ from app.contract.requests import (
     ListRequest,
     RecallAnswer,
     RecallRequest,
+    RestoreReport,
+    RestoreRequest,
     StoreManyRequest,
     StoreReceipt,
 )
@@ -64,10 +66,14 @@ from app.engine.postgres.queries.statement import Statement
 from app.engine.postgres.queries.transfer import plan_export
 from app.engine.postgres.queries.writes import (
     ItemRow,
+    Keep,
+    plan_drop_receipt,
+    plan_erase_kept,
     plan_forget_filter,
     plan_forget_ids,
     plan_held,
     plan_insert,
+    plan_kept,
     plan_lock_ids,
     plan_preview_filter,
     plan_preview_ids,
@@ -77,6 +83,8 @@ from app.engine.postgres.queries.writes import (
 from app.engine.postgres.ranking import Rankings
 from app.engine.postgres.rows import hit_of, item_row
 from app.engine.postgres.schema import driver_url, ensure_current
+from app.engine.postgres.undo import UndoSweeper
+from app.engine.receipts import new_receipt
 from app.engine.reranking import Reranker
 
 # The first start claims the database for this embedder and makes the cursor secret.
@@ -111,6 +119,9 @@ class PostgresEngine:
         self._owns_embedder = owns_embedder
         self._indexer = VectorIndexer(self.connection, workers=self._options.indexer.workers)
         self._facets = FacetFolder(self.connection)
+        self._undo = UndoSweeper(
+            self.connection, window_s=self._options.undo.window_s, every_s=self._options.undo.sweep_every_s
+        )
         self._backlog_limit = self._options.indexer.backlog_limit
         self._rankings = Rankings(
             model=embedder.name, dimension=embedder.dimension, ts_config=text_search_config, options=self._options
@@ -174,6 +185,8 @@ class PostgresEngine:
         )
         if options.indexer.background:
             connected._indexer.start()  # which first indexes whatever a crash left queued
+        if options.undo.window_s > 0:
+            connected._undo.start()
         return connected
 
     @staticmethod
@@ -205,6 +218,7 @@ class PostgresEngine:
     async def close(self) -> None:
         await self._indexer.stop()
         await self._facets.stop()
+        await self._undo.stop()
         await self._pools.close()
         if self._owns_embedder:
             await self._embedder.aclose()
@@ -326,33 +340,73 @@ class PostgresEngine:
 
     async def forget(self, target: ForgetTarget) -> ForgetReport:
         target = target.checked(self._limits)
+        keep = self._keep(target.purge)
         if isinstance(target, ForgetByIds):
             if target.dry_run:
                 return await self._preview(plan_preview_ids(target.ids))
-            return await self._delete(plan_forget_ids(target.ids))
+            erase = plan_erase_kept(target.ids) if target.purge else None
+            return await self._delete(plan_forget_ids(target.ids, keep=keep), keep, erase)
         pred = filter_predicate(target.filter)
-        return await (
-            self._preview(plan_preview_filter(pred)) if target.dry_run else self._delete(plan_forget_filter(pred))
-        )
+        if target.dry_run:
+            return await self._preview(plan_preview_filter(pred))
+        return await self._delete(plan_forget_filter(pred, keep), keep)
 
-    async def forget_within(self, ids: list[str], reach: Reach, *, dry_run: bool = False) -> ForgetReport:
+    async def forget_within(
+        self, ids: list[str], reach: Reach, *, dry_run: bool = False, purge: bool = False
+    ) -> ForgetReport:
         request = ForgetWithinRequest(ids=ids, reach=reach).checked(self._limits)
         pred = filter_predicate(Filter(reach=request.reach))
         if dry_run:
             return await self._preview(plan_preview_ids(request.ids, pred))
-        return await self._delete(plan_forget_ids(request.ids, pred))
+        keep = self._keep(purge)
+        erase = plan_erase_kept(request.ids, pred) if purge else None
+        return await self._delete(plan_forget_ids(request.ids, pred, keep), keep, erase)
+
+    def _keep(self, purge: bool) -> Keep | None:
+        """Where a forget keeps its items for the undo window; None for an erasure or no window."""
+        if purge or self._options.undo.window_s <= 0:
+            return None
+        return Keep(receipt=new_receipt(), model=self._embedder.name)
 
     async def _preview(self, statement: Statement) -> ForgetReport:
         (row,) = await self.run(statement)
         return ForgetReport(forgotten=0, would_forget=row["n"], first_ids=list(row["first_ids"]))
 
-    async def _delete(self, statement: Statement) -> ForgetReport:
-        """One statement, so atomic without a transaction of its own."""
+    async def _delete(self, statement: Statement, keep: Keep | None, erase: Statement | None = None) -> ForgetReport:
+        """The delete (and an erasure's drop of copies kept for undo) in one transaction."""
         with database_errors():
-            async with self.connection() as connection:
+            async with self.connection() as connection, connection.transaction():
                 count = int(await fetchval(connection, statement) or 0)
+                if erase is not None:
+                    await execute(connection, erase)
         self._facets.wrote(count)
-        return ForgetReport(forgotten=count)
+        return ForgetReport(forgotten=count, receipt=keep.receipt if keep is not None and count else None)
+
+    async def restore(self, receipt: str, *, within: Reach | None = None) -> RestoreReport:
+        """The items a forget kept under ``receipt``, stored again (their vectors kept when this
+        embedder made them); ``not_found`` once the window is over; ``forbidden`` when ``within``
+        does not admit one of them, and then nothing is restored."""
+        request = RestoreRequest(receipt=receipt).checked(self._limits)
+        rows = await self.run(plan_kept(request.receipt, self._options.undo.window_s))
+        if not rows:
+            raise NotFound(f"no forgotten items under receipt {quoted(request.receipt)} within the undo window")
+        items = [ITEM_ADAPTER.validate_python(row["item"]) for row in rows]
+        if within is not None:
+            for item in items:
+                if not within.admits(item.meta.namespace_node):
+                    raise Forbidden(f"namespace {quoted(str(item.meta.namespace_node))} is outside this key's reach")
+        vectors: list[GivenVector | None] = [
+            (row["model"], row["embedding"].to_list()) if row["embedding"] is not None else None for row in rows
+        ]
+        for start in range(0, len(items), MAX_STORE_MANY):
+            await self.import_items(items[start : start + MAX_STORE_MANY], vectors[start : start + MAX_STORE_MANY])
+        await self.run(plan_drop_receipt(request.receipt))
+        return RestoreReport(restored=len(items))
+
+    async def sweep_undo(self) -> int:
+        """Drop the kept items older than the undo window now (the sweeper does it every minute)."""
+        with database_errors():
+            return await self._undo.sweep()
 
     # Reads.
 

@@ -83,6 +83,15 @@ class IndexerOptions:
 
 
 @dataclass(frozen=True)
+class UndoOptions:
+    """How long forgotten items can be restored (0: never, a forget is final), and how often the
+    sweeper drops what is older."""
+
+    window_s: float = 600.0
+    sweep_every_s: float = 60.0
+
+
+@dataclass(frozen=True)
 class EngineOptions:
     """Everything PostgresEngine.connect is tuned by."""
 
@@ -95,4 +104,5 @@ class EngineOptions:
     sketch: SketchOptions = field(default_factory=SketchOptions)
     """Sketch ranking of selective filters."""
     indexer: IndexerOptions = field(default_factory=IndexerOptions)
+    undo: UndoOptions = field(default_factory=UndoOptions)
     """The vector indexer."""

@@ -123,9 +123,11 @@ async def _reembed_in(connection: asyncpg.Connection, embedder: Embedder, batch_
     await connection.execute(f"DROP INDEX IF EXISTS {HNSW_INDEX}")
     # The old model's vectors, indexed or still queued for the index (migration 0004), and their sketches.
     await connection.execute("TRUNCATE engram_vector_backlog, engram_embeddings, engram_sketch_postings")
+    # Items in the undo window keep their text; a restore embeds them again with the new model.
+    await connection.execute("UPDATE engram_forgotten SET model = NULL, embedding = NULL WHERE model IS NOT NULL")
     current = await connection.fetchval(COLUMN_DIMENSION)
     if current != embedder.dimension:
-        for table in ("engram_embeddings", "engram_vector_backlog"):
+        for table in ("engram_embeddings", "engram_vector_backlog", "engram_forgotten"):
             await connection.execute(
                 f"ALTER TABLE {table} ALTER COLUMN embedding TYPE vector({int(embedder.dimension)})"
             )

@@ -141,6 +141,7 @@ async def test_upgrade_downgrade_upgrade_keeps_what_it_promises(
         "engram_facet_counts",
         "engram_settings",
         "engram_keys",
+        "engram_forgotten",
     }
 
     engine = await PostgresEngine.connect(url, embedder)

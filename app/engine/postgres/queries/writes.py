@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
@@ -110,17 +111,78 @@ def plan_queue_vectors(model: str, vectors: Mapping[str, np.ndarray]) -> Stateme
     )
 
 
-def _delete(where: str, params: Mapping[str, object]) -> Statement:
-    sql = f"WITH gone AS (DELETE FROM engram_items i WHERE {where} RETURNING 1) SELECT count(*) FROM gone"
-    return Statement.bind(sql, params)
+@dataclass(frozen=True)
+class Keep:
+    """Where a forget keeps its items for the undo window: under ``receipt``, with ``model``'s vectors."""
+
+    receipt: str
+    model: str
 
 
-def plan_forget_ids(ids: Sequence[str], pred: Predicate | None = None) -> Statement:
+def _delete(where: str, params: Mapping[str, object], keep: Keep | None) -> Statement:
+    """Delete what ``where`` admits, kept in ``engram_forgotten`` when ``keep`` says where; it returns
+    how many. One statement: its parts read one snapshot, so the vectors are copied as they were
+    before the delete's cascade removes them."""
+    if keep is None:
+        sql = f"WITH gone AS (DELETE FROM engram_items i WHERE {where} RETURNING 1) SELECT count(*) FROM gone"
+        return Statement.bind(sql, params)
+    sql = f"""
+        WITH gone AS (DELETE FROM engram_items i WHERE {where} RETURNING i.id, i.seq, i.namespace, i.item),
+        kept AS (
+            INSERT INTO engram_forgotten (receipt, id, seq, namespace, item, model, embedding)
+            SELECT :receipt, g.id, g.seq, g.namespace, g.item, :model, coalesce(e.embedding, b.embedding)
+            FROM gone g
+            LEFT JOIN engram_embeddings e ON e.item_id = g.id AND e.model = :model
+            LEFT JOIN engram_vector_backlog b ON b.item_id = g.id AND b.model = :model
+            RETURNING 1
+        )
+        SELECT count(*) FROM kept
+    """
+    return Statement.bind(sql, {**params, "receipt": keep.receipt, "model": keep.model})
+
+
+def plan_forget_ids(ids: Sequence[str], pred: Predicate | None = None, keep: Keep | None = None) -> Statement:
     """Forget the items of ``ids`` (each once), only those ``pred`` admits when given; it returns how many."""
     ids = list(dict.fromkeys(ids))
     if pred is None:
-        return _delete("i.id = ANY(:ids)", {"ids": ids})
-    return _delete(f"i.id = ANY(:ids) AND {pred.sql()}", {"ids": ids, **pred.params})
+        return _delete("i.id = ANY(:ids)", {"ids": ids}, keep)
+    return _delete(f"i.id = ANY(:ids) AND {pred.sql()}", {"ids": ids, **pred.params}, keep)
+
+
+def plan_erase_kept(ids: Sequence[str], pred: Predicate | None = None) -> Statement:
+    """Drop the copies of ``ids`` held for the undo window (an erasure by ids), only those in the
+    namespaces ``pred`` (a reach alone) admits when given."""
+    where = "i.id = ANY(:ids)" + (f" AND {pred.sql()}" if pred is not None else "")
+    params = {"ids": list(dict.fromkeys(ids)), **(pred.params if pred is not None else {})}
+    return Statement.bind(f"DELETE FROM engram_forgotten i WHERE {where}", params)
+
+
+def plan_kept(receipt: str, window_s: float) -> Statement:
+    """What a receipt kept, while the window holds it, in the order the items were stored."""
+    sql = """
+        SELECT id, item, model, embedding FROM engram_forgotten
+        WHERE receipt = :receipt AND forgotten_at > now() - make_interval(secs => :window)
+        ORDER BY seq
+    """
+    return Statement.bind(sql, {"receipt": receipt, "window": window_s})
+
+
+def plan_drop_receipt(receipt: str) -> Statement:
+    return Statement.bind("DELETE FROM engram_forgotten WHERE receipt = :receipt", {"receipt": receipt})
+
+
+# Bounded: a sweep holds its rows only for one short statement; the sweeper repeats until done.
+SWEEP_BATCH = 1_000
+SWEEP_EXPIRED = """
+    WITH mine AS (SELECT pg_try_advisory_xact_lock(hashtext('engram_forgotten'), 0) AS held),
+    doomed AS (
+        SELECT ctid FROM engram_forgotten
+        WHERE (SELECT held FROM mine) AND forgotten_at <= now() - make_interval(secs => $1)
+        LIMIT $2
+    ),
+    gone AS (DELETE FROM engram_forgotten f USING doomed d WHERE f.ctid = d.ctid RETURNING 1)
+    SELECT count(*) FROM gone
+"""
 
 
 def _preview(where: str, params: Mapping[str, object]) -> Statement:
@@ -144,6 +206,6 @@ def plan_preview_filter(pred: Predicate) -> Statement:
     return _preview(pred.sql(), pred.params)
 
 
-def plan_forget_filter(pred: Predicate) -> Statement:
+def plan_forget_filter(pred: Predicate, keep: Keep | None = None) -> Statement:
     """Forget every item ``pred`` admits; it returns how many."""
-    return _delete(pred.sql(), pred.params)
+    return _delete(pred.sql(), pred.params, keep)
