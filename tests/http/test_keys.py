@@ -143,9 +143,9 @@ async def test_roles(world: Any) -> None:
     # An admin of alice forgets alice's items only, by ids or by filter.
     outside = [stored["bob prefers green coffee"], stored["the team ships on fridays"]]
     by_ids = await client.post("/v1/forget", json={"ids": outside}, headers=alice_admin)
-    assert by_ids.json() == {"forgotten": 0}
+    assert by_ids.json()["forgotten"] == 0
     by_filter = await client.post("/v1/forget", json={"filter": {"tags_any": ["shared"]}}, headers=alice_admin)
-    assert by_filter.json() == {"forgotten": 2}
+    assert by_filter.json()["forgotten"] == 2
     left = (await client.post("/v1/list", json={"limit": 100}, headers=admin)).json()
     assert {hit["id"] for hit in left["items"]} == set(outside)
     # Managing keys needs an admin of every namespace.

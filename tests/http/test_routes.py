@@ -468,9 +468,9 @@ async def test_get_order_and_reach(client: httpx.AsyncClient) -> None:
 async def test_forget_by_ids_and_by_filter(client: httpx.AsyncClient) -> None:
     ids = await store_all(client)
     response = await client.post("/v1/forget", json={"ids": [ids[0], ids[0]]})
-    assert response.json() == {"forgotten": 1}
+    assert response.json()["forgotten"] == 1
     response = await client.post("/v1/forget", json={"filter": {"thread_id": "t-9"}})
-    assert response.json() == {"forgotten": 1}
+    assert response.json()["forgotten"] == 1
     remaining = (await client.post("/v1/list", json={"limit": 10})).json()["items"]
     assert [h["id"] for h in remaining] == [ids[1]]
 
@@ -507,9 +507,9 @@ async def test_forget_needs_exactly_one_target(client: httpx.AsyncClient, body: 
 async def test_a_null_forget_target_is_unset(client: httpx.AsyncClient) -> None:
     ids = await store_all(client)
     response = await client.post("/v1/forget", json={"ids": [ids[0]], "filter": None})
-    assert response.status_code == 200 and response.json() == {"forgotten": 1}
+    assert response.status_code == 200 and response.json()["forgotten"] == 1
     response = await client.post("/v1/forget", json={"ids": None, "filter": {"kinds": ["document"]}})
-    assert response.status_code == 200 and response.json() == {"forgotten": 1}
+    assert response.status_code == 200 and response.json()["forgotten"] == 1
 
 
 @pytest.mark.parametrize("body", [{"ids": []}, {"ids": [" "]}, {"filter": {}}, {"filter": {"kinds": []}}])
@@ -525,7 +525,7 @@ async def test_forget_within(client: httpx.AsyncClient) -> None:
     ids = await store_all(client)
     reach = {"at": "team:acme", "inherit": False, "descendants": True}
     response = await client.post("/v1/forget_within", json={"ids": ids, "reach": reach})
-    assert response.json() == {"forgotten": 1}
+    assert response.json()["forgotten"] == 1
     assert_envelope(await client.post("/v1/forget_within", json={"ids": ids}), 422, "invalid_request")
 
 

@@ -247,7 +247,7 @@ async def test_filter_values_match_literally(
     assert explored.status_code == 200 and explored.json()["total"] == admitted
     before = await snapshot(client)
     forget = await client.post("/v1/forget", json={"filter": {**request_filter, "kinds": ["learning"]}})
-    assert forget.status_code == 200 and forget.json() == {"forgotten": 0}
+    assert forget.status_code == 200 and forget.json()["forgotten"] == 0
     assert await snapshot(client) == before
 
 
@@ -257,9 +257,9 @@ async def test_sql_in_ids_reads_and_removes_nothing(client: httpx.AsyncClient) -
     got = await client.post("/v1/get", json={"ids": hostile})
     assert got.status_code == 200 and got.json() == {"hits": []}
     forgot = await client.post("/v1/forget", json={"ids": hostile})
-    assert forgot.status_code == 200 and forgot.json() == {"forgotten": 0}
+    assert forgot.status_code == 200 and forgot.json()["forgotten"] == 0
     within = await client.post("/v1/forget_within", json={"ids": hostile, "reach": {"at": "root", "descendants": True}})
-    assert within.status_code == 200 and within.json() == {"forgotten": 0}
+    assert within.status_code == 200 and within.json()["forgotten"] == 0
     assert await snapshot(client) == before
 
 
@@ -280,7 +280,7 @@ async def test_items_at_every_limit_are_accepted(client: httpx.AsyncClient) -> N
     explored = await client.post("/v1/explore", json={"facet": "tag", "limit": 500})
     assert explored.status_code == 200 and explored.json()["more_buckets"] == 0
     forgot = await client.post("/v1/forget", json={"ids": [response.json()["id"]]})
-    assert forgot.json() == {"forgotten": 1}
+    assert forgot.json()["forgotten"] == 1
 
 
 async def test_request_ids_that_do_not_fit_are_replaced(client: httpx.AsyncClient) -> None:

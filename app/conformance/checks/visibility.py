@@ -102,7 +102,7 @@ async def a_forget_is_seen_by_every_read_at_once(probe: Probe) -> None:
         scope = {"reach": probe.reach(below)}
         require(await read(probe, item_id, token, scope), f"{name} missed a store")
         forgotten = await probe.call("/v1/forget", {"ids": [item_id]})
-        require(forgotten == {"forgotten": 1}, f"forget answered {forgotten}")
+        require(forgotten.get("forgotten") == 1, f"forget answered {forgotten}")
         require(not await read(probe, item_id, token, scope), f"{name} still sees a forgotten item")
 
 
@@ -123,5 +123,5 @@ async def every_way_of_forgetting_is_seen_at_once(probe: Probe) -> None:
             item_id = await probe.store(item)
             path, body = target(item_id, below)
             answer = await probe.call(path, body)
-            require(answer == {"forgotten": 1}, f"{way} answered {answer}")
+            require(answer.get("forgotten") == 1, f"{way} answered {answer}")
             require(not await read(probe, item_id, token, {"reach": probe.reach(below)}), f"{name} sees after {way}")

@@ -134,9 +134,9 @@ async def concurrent_identical_writes_make_one_item(probe: Probe) -> None:
 async def forget_by_ids_counts_what_it_removed(probe: Probe) -> None:
     a, b, c = await probe.store_all([probe.learning(f"forget me {n}") for n in "abc"])
     answer = await probe.call("/v1/forget", {"ids": [a, a, _unknown_id(), "not an id", b]})
-    require(answer == {"forgotten": 2}, f"forgetting two held ids (one twice) and two unknown answered {answer}")
+    require(answer.get("forgotten") == 2, f"forgetting two held ids (one twice) and two unknown answered {answer}")
     again = await probe.call("/v1/forget", {"ids": [a, b]})
-    require(again == {"forgotten": 0}, f"forgetting them again answered {again}")
+    require(again.get("forgotten") == 0, f"forgetting them again answered {again}")
     require(await _ids_listed(probe) == [c], "forget removed the wrong items")
     refused(await probe.post("/v1/forget", {"ids": [c, " "]}), 400)
     require(await _ids_listed(probe) == [c], "a refused forget removed an item")
@@ -153,9 +153,9 @@ async def forget_by_filter_needs_a_constraint(probe: Probe) -> None:
         refused(await probe.post("/v1/forget", {"filter": empty}), 400)
     require(sorted(await _ids_listed(probe)) == sorted(ids), "a refused forget removed an item")
     tagged = await probe.call("/v1/forget", {"filter": probe.scoped(tags_any=["t"])})
-    require(tagged == {"forgotten": 1}, f"forget by a tag answered {tagged}")
+    require(tagged.get("forgotten") == 1, f"forget by a tag answered {tagged}")
     whole = await probe.call("/v1/forget", {"filter": {"reach": probe.reach()}})
-    require(whole == {"forgotten": 1}, f"forget by a reach answered {whole}")
+    require(whole.get("forgotten") == 1, f"forget by a reach answered {whole}")
     require(await _ids_listed(probe) == [], "forget by filter left an item")
 
 
@@ -179,10 +179,10 @@ async def forget_within_stays_within(probe: Probe) -> None:
     everything = [inside, below, beside, above, _unknown_id()]
     only_a = {"at": probe.ns("agent:a"), "inherit": False, "descendants": False}
     answer = await probe.call("/v1/forget_within", {"ids": everything, "reach": only_a})
-    require(answer == {"forgotten": 1}, f"forget_within at agent:a answered {answer}")
+    require(answer.get("forgotten") == 1, f"forget_within at agent:a answered {answer}")
     subtree = {"at": probe.ns("agent:a"), "inherit": False, "descendants": True}
     answer = await probe.call("/v1/forget_within", {"ids": everything, "reach": subtree})
-    require(answer == {"forgotten": 1}, f"forget_within below agent:a answered {answer}")
+    require(answer.get("forgotten") == 1, f"forget_within below agent:a answered {answer}")
     require(sorted(await _ids_listed(probe)) == sorted([beside, above]), "forget_within removed outside its reach")
 
 
