@@ -1,4 +1,4 @@
-"""The ``engram`` command: serve, migrate, keys, openapi, reembed, eval, conformance."""
+"""The ``engram`` command: serve, mcp, migrate, keys, openapi, reembed, eval, conformance."""
 
 from __future__ import annotations
 
@@ -190,6 +190,18 @@ def _keys(args: argparse.Namespace, settings: Settings) -> int:
         raise InvalidRequest(problems) from None
 
 
+def _mcp(args: argparse.Namespace, settings: Settings) -> int:
+    from app.mcp.stdio import KEY_ENV, serve_stdio
+
+    logging.getLogger("engram").setLevel(logging.WARNING)  # a desktop host shows stderr as errors
+    try:
+        asyncio.run(serve_stdio(settings, args.key or os.environ.get(KEY_ENV) or None))
+    except* EngramError as group:
+        # The stdio transport's task group wraps what ended it: one line, as every command gives.
+        raise group.exceptions[0] from None
+    return 0
+
+
 def _openapi(args: argparse.Namespace, settings: Settings) -> int:
     from app.api.openapi import render
     from app.main import create_app
@@ -342,6 +354,14 @@ def build_parser() -> argparse.ArgumentParser:
     serve.set_defaults(run=_serve)
     commands.add_parser("migrate", help="bring the database schema up to date").set_defaults(run=_migrate)
     commands.add_parser("openapi", help="print the OpenAPI document").set_defaults(run=_openapi)
+    mcp = commands.add_parser(
+        "mcp",
+        help="serve the MCP tools over stdio, for a desktop host (docs/mcp.md)",
+        description="Serve Engram's MCP tools over stdin and stdout, on the configured database, with the "
+        "reach and role of the given key. Logs go to stderr.",
+    )
+    mcp.add_argument("--key", metavar="SECRET", help="the API key the tools act with (or ENGRAM_MCP_KEY)")
+    mcp.set_defaults(run=_mcp)
     keys = commands.add_parser("keys", help="make, list and revoke API keys bound to a namespace reach")
     keys.set_defaults(run=_keys)
     key_commands = keys.add_subparsers(dest="keys_command", required=True)
