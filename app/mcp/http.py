@@ -13,7 +13,8 @@ from starlette.requests import Request
 from starlette.types import Receive, Scope, Send
 
 from app.api.endpoint import engine_of
-from app.contract.errors import Unauthorized
+from app.api.envelope import error_response, new_request_id
+from app.contract.errors import MethodNotAllowed, Unauthorized, shortened
 from app.engine.protocol import MemoryEngine
 from app.mcp.server import Context, build_server
 
@@ -36,6 +37,14 @@ class McpEndpoint:
         self._max_body = max_body_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["method"] != "POST":
+            # GET would open an event stream that nothing is ever sent on, held until the client
+            # leaves; DELETE ends a session, and none is kept. The transport allows a 405 for both.
+            refusal = MethodNotAllowed(f"{PATH} accepts POST only (stateless MCP), not {shortened(scope['method'])}")
+            response = error_response(refusal, scope.get("state", {}).get("request_id") or new_request_id())
+            response.headers["Allow"] = "POST"
+            await response(scope, receive, send)
+            return
         # A stateless manager keeps nothing between requests, so each request runs one of its own:
         # its tasks live and end within the request, and the app's lifespan has nothing to hold open.
         manager = StreamableHTTPSessionManager(

@@ -198,3 +198,12 @@ async def test_an_unknown_key_is_refused_before_any_tool(served: LiveServer) -> 
         response = await raw.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
     assert response.status_code == 401 and response.headers["www-authenticate"] == "Bearer"
     assert response.json()["code"] == "unauthorized"
+
+
+async def test_only_post_is_served(served: LiveServer) -> None:
+    """Stateless: no event stream to open with GET (held open with nothing to send), no session to DELETE."""
+    async with served.client(timeout=10) as raw:
+        for method in ("GET", "DELETE"):
+            response = await raw.request(method, "/mcp", headers={"accept": "text/event-stream"})
+            assert response.status_code == 405 and response.headers["allow"] == "POST", method
+            assert response.json()["code"] == "method_not_allowed"
