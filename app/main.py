@@ -59,8 +59,7 @@ def create_app(settings: Settings | None = None, engine_factory: EngineFactory =
     )
     app.include_router(router)
     app.include_router(keys.router)
-    # The MCP tools (docs/mcp.md): every method goes to the MCP transport, and the OpenAPI document,
-    # which describes the REST routes, leaves it out.
+    # The MCP tools (docs/mcp.md), behind the same perimeter; the OpenAPI document describes the REST routes only.
     mcp = McpEndpoint(max_body_bytes=settings.max_body_bytes)
     app.router.routes.append(Route(MCP_PATH, endpoint=mcp, include_in_schema=False))
     errors.install(app)

@@ -16,7 +16,7 @@ from fastapi.exceptions import RequestValidationError
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
-from mcp_types import (
+from mcp.types import (
     INVALID_PARAMS,
     CallToolRequestParams,
     CallToolResult,

@@ -14,7 +14,7 @@ from typing import Any
 
 from fastapi import Response
 from fastapi.routing import APIRoute
-from mcp_types import Tool, ToolAnnotations
+from mcp.types import Tool, ToolAnnotations
 from pydantic import TypeAdapter
 
 from app.api.endpoint import validated

@@ -145,6 +145,9 @@ async def test_contract_errors_are_tool_errors_with_the_envelope(served: LiveSer
         assert {problem["field"] for problem in shape["details"]} == {"query", "mode"}
         empty = await refusal(client, "forget", {"filter": {}})
         assert empty["code"] == "invalid_request" and "empty filter" in empty["message"]
+        with pytest.raises(MCPError) as unknown:  # no such tool: a protocol error, not a tool's
+            await client.call_tool("create_key", {})
+        assert unknown.value.message == "no tool 'create_key'"
 
 
 async def test_a_scoped_key_sees_and_changes_only_its_reach(served: LiveServer) -> None:
