@@ -194,6 +194,9 @@ def _mcp(args: argparse.Namespace, settings: Settings) -> int:
     from app.mcp.stdio import KEY_ENV, serve_stdio
 
     logging.getLogger("engram").setLevel(logging.WARNING)  # a desktop host shows stderr as errors
+    # A host that stops the command with SIGTERM unwinds it like Ctrl-C: the engine closes and the
+    # embedded server's exit hook runs (the plain signal would skip both).
+    signal.signal(signal.SIGTERM, _interrupt)
     try:
         asyncio.run(serve_stdio(settings, args.key or os.environ.get(KEY_ENV) or None))
     except* EngramError as group:

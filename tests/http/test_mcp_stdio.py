@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import signal
+import subprocess
 import tempfile
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -14,7 +17,7 @@ from app.engine.keys import FRESH_S
 from app.engine.postgres.engine import PostgresEngine
 from tests.support.live import learning
 from tests.support.mcp import answer, refusal
-from tests.support.processes import ENGRAM
+from tests.support.processes import ENGRAM, engram_env
 from tests.support.scratch import run_engram
 
 ALICE = "team:acme/user:alice"
@@ -109,3 +112,33 @@ async def test_no_key_is_refused_in_one_line_once_a_key_is_held(pg_engine: Postg
     # A configured key reaches everything, as over HTTP.
     async with spawned(database_url, api_keys="desk-key", mcp_key="desk-key") as client:
         assert await answer(client, "list", {"limit": 1}) == {"items": []}
+
+
+async def test_a_host_stops_it_with_sigterm(pg_engine: PostgresEngine, database_url: str) -> None:
+    """SIGTERM unwinds like Ctrl-C (the engine closed, an embedded server's exit hook run), not a death by signal."""
+    hello = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}},
+    }
+
+    def serve_then_stop() -> tuple[int, bytes, str]:
+        process = subprocess.Popen(
+            [ENGRAM, "mcp"],
+            env=engram_env(**settings_of(database_url)),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        assert process.stdin is not None and process.stdout is not None
+        process.stdin.write(json.dumps(hello).encode() + b"\n")
+        process.stdin.flush()
+        answered = process.stdout.readline()
+        process.send_signal(signal.SIGTERM)
+        _, stderr = process.communicate(timeout=60)
+        return process.returncode, answered, stderr.decode()
+
+    code, answered, stderr = await asyncio.to_thread(serve_then_stop)
+    assert json.loads(answered)["result"]["serverInfo"]["name"] == "engram"
+    assert code == 130 and stderr.strip().endswith("engram: stopped") and "Traceback" not in stderr
