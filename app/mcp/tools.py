@@ -16,6 +16,7 @@ from fastapi import Response
 from fastapi.routing import APIRoute
 from mcp.types import Tool, ToolAnnotations
 from pydantic import TypeAdapter
+from pydantic.json_schema import JsonSchemaMode
 
 from app.api.endpoint import validated
 from app.api.routes import router
@@ -58,15 +59,16 @@ class RouteTool:
         return bytes(response.body)
 
 
-def object_schema(adapter: TypeAdapter[Any], mode: str) -> dict[str, Any]:
+def object_schema(adapter: TypeAdapter[Any], mode: JsonSchemaMode) -> dict[str, Any]:
     """The type's JSON schema, its root declared an object: MCP asks for one, and a union of closed
     objects (an item, a forget target) is one, though pydantic does not say so at its root."""
-    schema = adapter.json_schema(mode=mode)  # type: ignore[arg-type]
+    schema = adapter.json_schema(mode=mode)
     return {"type": "object", **schema}
 
 
 def route_tool(route: APIRoute, hints: ToolAnnotations) -> RouteTool:
-    assert route.body_field is not None and route.response_model is not None, route.path
+    if route.body_field is None or route.response_model is None:
+        raise TypeError(f"{route.path}: a tool is made of a route with a body model and an answer model")
     arguments: TypeAdapter[Any] = TypeAdapter(route.body_field.field_info.annotation)
     tool = Tool(
         name=str(route.operation_id),
