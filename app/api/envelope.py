@@ -65,7 +65,8 @@ class ErrorCatalogue(BaseModel):
     errors: list[CatalogueEntry]
 
 
-def error_response(error: EngramError, request_id: str, *, status: int | None = None) -> JSONResponse:
+def envelope_of(error: EngramError, request_id: str) -> dict[str, Any]:
+    """The envelope's JSON, as a REST answer and an MCP tool error both carry it."""
     body: dict[str, Any] = {
         "code": error.code,
         "message": error.message,
@@ -74,6 +75,11 @@ def error_response(error: EngramError, request_id: str, *, status: int | None = 
     }
     if error.details:
         body["details"] = error.details
+    return body
+
+
+def error_response(error: EngramError, request_id: str, *, status: int | None = None) -> JSONResponse:
+    body = envelope_of(error, request_id)
     headers = {"X-Request-ID": request_id}
     if isinstance(error, Unavailable):
         headers["Retry-After"] = str(RETRY_AFTER_SECONDS)

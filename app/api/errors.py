@@ -149,13 +149,18 @@ def _problems(error: RequestValidationError) -> list[dict[str, str]]:
     return kept[:MAX_PROBLEMS]
 
 
-async def on_validation_error(request: Request, error: Exception) -> Response:
-    assert isinstance(error, RequestValidationError)
+def schema_error(error: RequestValidationError) -> InvalidRequest:
+    """A body that does not fit the schema, as the contract names it: every field and its problem."""
     problems = _problems(error)
     named = ", ".join(sorted({p["field"] for p in problems}))
     unreadable = any(issue.get("type") == "json_invalid" for issue in error.errors())
     summary = problems[0]["problem"] if unreadable else f"the body does not fit the schema ({named})"
-    return error_response(InvalidRequest(summary, details=problems), request_id_of(request), status=422)
+    return InvalidRequest(summary, details=problems)
+
+
+async def on_validation_error(request: Request, error: Exception) -> Response:
+    assert isinstance(error, RequestValidationError)
+    return error_response(schema_error(error), request_id_of(request), status=422)
 
 
 async def on_http_error(request: Request, error: Exception) -> Response:

@@ -6,7 +6,6 @@ puts the perimeter before everything, unknown routes included (contract §8).
 
 from __future__ import annotations
 
-import hmac
 import logging
 
 from starlette.datastructures import Headers, MutableHeaders
@@ -15,7 +14,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from app.api.envelope import client_request_id, error_response, new_request_id
 from app.contract.access import Access
 from app.contract.errors import EngineFailure, EngramError, PayloadTooLarge, Unauthorized
-from app.engine.keys import Keys
+from app.engine.keys import Keys, grant
 
 logger = logging.getLogger("engram.http")
 
@@ -43,30 +42,9 @@ class Perimeter:
         self._open_preflight = open_preflight
 
     async def _access(self, scope: Scope, headers: Headers) -> Access | None:
-        """What the request's credential grants; None when it must be refused (401).
-
-        A configured key (ENGRAM_API_KEYS) grants everything; a key held in the database its role
-        and reach. With neither configured nor held, the service is open and grants everything.
-        """
-        credential = _bearer(headers)
-        if credential is not None:
-            given = credential.encode("utf-8", "surrogateescape")
-            # Compare against every configured key, in constant time each, without stopping early.
-            matched = False
-            for key in self._keys:
-                matched |= hmac.compare_digest(given, key)
-            if matched:
-                return Access.everything()
+        """What the request's credential grants; None when it must be refused (401)."""
         keys: Keys | None = getattr(scope["app"].state, "keys", None) if "app" in scope else None
-        if keys is None:
-            return None if self._keys else Access.everything()
-        if credential is not None:
-            access = await keys.access_of(credential)
-            if access is not None:
-                return access
-        if self._keys or await keys.required():
-            return None
-        return Access.everything()
+        return await grant(_bearer(headers), self._keys, keys)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":

@@ -7,7 +7,9 @@ expiry holds on every replica within that time without a database round trip per
 
 from __future__ import annotations
 
+import hmac
 import time
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Protocol
 
@@ -128,3 +130,29 @@ class Keys:
                 await self.store.stamp_use(info.id, wall)
         info = cached[1]
         return info.access() if info.usable(datetime.now(UTC)) else None
+
+
+async def grant(credential: str | None, configured: Sequence[bytes], keys: Keys | None) -> Access | None:
+    """What a presented credential grants; None when it must be refused.
+
+    A configured key (ENGRAM_API_KEYS) grants everything; a key held in the database its role and
+    reach. With neither configured nor held, the service is open and grants everything. The HTTP
+    perimeter and ``engram mcp`` both ask here, so a key means the same over either.
+    """
+    if credential is not None:
+        given = credential.encode("utf-8", "surrogateescape")
+        # Compare against every configured key, in constant time each, without stopping early.
+        matched = False
+        for key in configured:
+            matched |= hmac.compare_digest(given, key)
+        if matched:
+            return Access.everything()
+    if keys is None:
+        return None if configured else Access.everything()
+    if credential is not None:
+        access = await keys.access_of(credential)
+        if access is not None:
+            return access
+    if configured or await keys.required():
+        return None
+    return Access.everything()

@@ -131,5 +131,13 @@ class ScopedEngine:
         return [hit for hit in await self._engine.get(request) if self._access.sees(namespace_of(hit))]
 
 
+def as_allowed(engine: MemoryEngine, access: Access | None) -> MemoryEngine:
+    """``engine`` as ``access`` may use it: the engine itself for an unscoped admin (or a route the
+    perimeter leaves open), else wrapped."""
+    if access is None or (not access.is_scoped and access.allows("admin")):
+        return engine
+    return ScopedEngine(engine, access)  # type: ignore[return-value]
+
+
 def namespace_of(hit: Hit) -> Namespace:
     return Namespace.parse(hit.meta.namespace)

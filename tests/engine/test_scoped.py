@@ -4,22 +4,28 @@ Each example is a random namespace tree of items, a key with a random reach and 
 random request reach; every read route is called with the key and every id, text, count and
 facet value in the answers is checked against what the key and the request both admit. A
 forget by the key must leave every item outside its reach in place. The same property, run
-against a deliberately weakened enforcement, must find the leak.
+against a deliberately weakened enforcement, must find the leak. It holds for the MCP tools too,
+called with the same key through ``/mcp`` by the SDK's own client.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
+import httpx2
 import pytest
+from fastapi import FastAPI
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 
+from app.contract.errors import catalogue
 from app.contract.namespaces import Namespace, Reach
 from app.embeddings.wordllama import WordLlamaEmbedder
 from app.engine.postgres.engine import PostgresEngine
@@ -78,7 +84,47 @@ def admits(reach: dict[str, Any] | None, namespace: str) -> bool:
     return reach is None or Reach(**reach).admits(Namespace.parse(namespace))
 
 
-async def check_world(client: httpx.AsyncClient, world: World) -> None:
+Call = Callable[[str, dict[str, Any]], Awaitable[tuple[int, Any]]]
+"""A route called with the probe key: its status and its JSON."""
+KeyCalls = Callable[[str], contextlib.AbstractAsyncContextManager[Call]]
+STATUS = {entry.code: entry.http_status for entry in catalogue()}
+
+
+def over_rest(client: httpx.AsyncClient) -> KeyCalls:
+    @contextlib.asynccontextmanager
+    async def calls(secret: str) -> AsyncIterator[Call]:
+        async def call(route: str, body: dict[str, Any]) -> tuple[int, Any]:
+            response = await client.post(route, json=body, headers={"authorization": f"Bearer {secret}"})
+            return response.status_code, response.json()
+
+        yield call
+
+    return calls
+
+
+def over_mcp(app: FastAPI) -> KeyCalls:
+    """Each route as its MCP tool, through ``/mcp``; a refusal has the status of its envelope's code."""
+
+    @contextlib.asynccontextmanager
+    async def calls(secret: str) -> AsyncIterator[Call]:
+        http = httpx2.AsyncClient(
+            transport=httpx2.ASGITransport(app=app),
+            base_url="http://engram.test",
+            headers={"authorization": f"Bearer {secret}"},
+        )
+        async with http, Client(streamable_http_client("http://engram.test/mcp", http_client=http)) as client:
+
+            async def call(route: str, body: dict[str, Any]) -> tuple[int, Any]:
+                result = await client.call_tool(route.removeprefix("/v1/"), body)
+                answer = result.structured_content
+                return (STATUS[answer["code"]] if result.is_error else 200), answer
+
+            yield call
+
+    return calls
+
+
+async def check_world(client: httpx.AsyncClient, world: World, key_calls: KeyCalls | None = None) -> None:
     """Store the world's items, make the key, call every route with it, and check each answer."""
     ids: dict[str, str] = {}
     for namespace, text, tag in world.items:
@@ -89,7 +135,11 @@ async def check_world(client: httpx.AsyncClient, world: World) -> None:
     made = await client.post(
         "/v1/keys", json={"name": "probe", "role": world.role, "reach": world.key_reach}, headers=BOOT
     )
-    key = {"authorization": f"Bearer {made.json()['secret']}"}
+    async with (key_calls or over_rest(client))(made.json()["secret"]) as call:
+        await check_calls(client, world, ids, call)
+
+
+async def check_calls(client: httpx.AsyncClient, world: World, ids: dict[str, str], call: Call) -> None:
     everything = Reach(**world.key_reach).node.is_root and world.key_reach["descendants"]
     visible = {i for i, ns in ids.items() if everything or admits(world.key_reach, ns)}
     narrowed = {i for i in visible if admits(world.request_reach, ids[i])}
@@ -115,12 +165,11 @@ async def check_world(client: httpx.AsyncClient, world: World) -> None:
         *[("/v1/explore", {"facet": f, "limit": 500, "filter": request_filter}) for f in ("namespace", "tag", "kind")],
     ]
     for route, body in bodies:
-        response = await client.post(route, json=body, headers=key)
+        status, answer = await call(route, body)
         if names_outside:
-            assert response.status_code == 403, (route, response.text)
+            assert status == 403, (route, answer)
             continue
-        assert response.status_code == 200, (route, response.text)
-        answer = response.json()
+        assert status == 200, (route, answer)
         if route == "/v1/explore":
             assert answer["total"] == len(narrowed), f"explore counts {answer['total']}, reachable {len(narrowed)}"
             if body["facet"] == "namespace":
@@ -132,16 +181,16 @@ async def check_world(client: httpx.AsyncClient, world: World) -> None:
         if route == "/v1/list":
             assert {hit["id"] for hit in hits} == narrowed, "list misses reachable items"
     get_reach = {"reach": world.request_reach} if world.request_reach else {}
-    got = await client.post("/v1/get", json={"ids": list(ids), **get_reach}, headers=key)
+    status, got = await call("/v1/get", {"ids": list(ids), **get_reach})
     if names_outside:
-        assert got.status_code == 403
+        assert status == 403
     else:
-        within({hit["id"] for hit in got.json()["hits"]}, narrowed if world.request_reach else visible, "/v1/get")
+        within({hit["id"] for hit in got["hits"]}, narrowed if world.request_reach else visible, "/v1/get")
     # Destructive last: a forget by the key leaves everything outside what it may write.
     writable = {i for i in ids if everything or admits({**world.key_reach, "inherit": False}, ids[i])}
     for body in ({"ids": list(ids)}, {"filter": {"tags_any": ["x", "y"]}}):
-        response = await client.post("/v1/forget", json=body, headers=key)
-        assert response.status_code == (200 if world.role == "admin" else 403), response.text
+        status, answer = await call("/v1/forget", body)
+        assert status == (200 if world.role == "admin" else 403), answer
         left = await client.post("/v1/list", json={"limit": 1000}, headers=BOOT)
         gone = set(ids) - {hit["id"] for hit in left.json()["items"]}
         within(gone, writable, "/v1/forget")
@@ -150,7 +199,7 @@ async def check_world(client: httpx.AsyncClient, world: World) -> None:
 Opener = Callable[[], contextlib.AbstractAsyncContextManager[MemoryEngine]]
 
 
-def run_property(open_engine: Opener, examples: int, *, shrink: bool = True) -> None:
+def run_property(open_engine: Opener, examples: int, *, shrink: bool = True, mcp: bool = False) -> None:
     @settings(
         max_examples=examples,
         phases=list(Phase) if shrink else [Phase.explicit, Phase.reuse, Phase.generate],
@@ -171,7 +220,7 @@ def run_property(open_engine: Opener, examples: int, *, shrink: bool = True) -> 
                 async with app.router.lifespan_context(app):
                     transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
                     async with httpx.AsyncClient(transport=transport, base_url="http://engram.test") as client:
-                        await check_world(client, world)
+                        await check_world(client, world, over_mcp(app) if mcp else None)
 
         asyncio.run(once())
 
@@ -204,6 +253,25 @@ def open_engine(request: pytest.FixtureRequest, embedder: WordLlamaEmbedder) -> 
 @pytest.mark.parametrize("open_engine", ["reference", "postgres"], indirect=True)
 def test_a_scoped_key_never_sees_outside_its_reach(open_engine: Opener) -> None:
     run_property(open_engine, examples=60)
+
+
+@pytest.mark.parametrize("open_engine", ["reference", "postgres"], indirect=True)
+def test_a_scoped_key_never_sees_outside_its_reach_over_mcp(open_engine: Opener) -> None:
+    run_property(open_engine, examples=30, mcp=True)
+
+
+@pytest.mark.parametrize("open_engine", ["reference"], indirect=True)
+def test_the_property_finds_a_weakened_check_over_mcp(open_engine: Opener, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tools call the engine as the routes do, so a weakened ``get`` leaks over MCP too, and is caught."""
+
+    async def unfiltered_get(self: ScopedEngine, request: Any) -> Any:
+        self._access.check_named(request.reach)
+        return await self._engine.get(request)
+
+    monkeypatch.setattr(ScopedEngine, "get", unfiltered_get)
+    with pytest.raises(ExceptionGroup) as caught:  # raised within the SDK client's task group
+        run_property(open_engine, examples=200, shrink=False, mcp=True)
+    assert caught.group_contains(AssertionError, match="/v1/get leaked")
 
 
 @pytest.mark.parametrize("open_engine", ["reference"], indirect=True)
