@@ -41,6 +41,7 @@ HINTS: dict[str, ToolAnnotations] = {
     "explore": _hints(reads=True),
     "forget": _hints(destroys=True),
     "forget_within": _hints(destroys=True),
+    "restore": _hints(),
 }
 """The tools, named by their routes' operation ids: every route that takes a body but the keys'."""
 

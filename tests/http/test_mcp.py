@@ -96,6 +96,7 @@ async def test_the_tools_carry_the_routes_schemas_and_hints(served: LiveServer) 
     hints = {name: tool.annotations for name, tool in listed.items()}
     assert hints["forget"].destructive_hint is True and hints["forget"].read_only_hint is False  # type: ignore[union-attr]
     assert hints["forget_within"].destructive_hint is True  # type: ignore[union-attr]
+    assert hints["restore"].read_only_hint is False and hints["restore"].destructive_hint is False  # type: ignore[union-attr]
     for read in ("fetch", "recall", "get", "list", "explore"):
         assert hints[read].read_only_hint is True, read  # type: ignore[union-attr]
     store = hints["store"]
@@ -130,9 +131,9 @@ async def test_store_fetch_recall_get_list_explore_forget(served: LiveServer) ->
         assert [hit["id"] for hit in listed["items"]] == ids
         explored = await answer(client, "explore", {"facet": "tag", "limit": 5, "filter": within})
         assert explored["buckets"] == [{"value": "ops", "count": 1}] and explored["total"] == 2
-        assert await answer(client, "forget", {"ids": [ids[0]]}) == {"forgotten": 1}
-        assert await answer(client, "forget", {"ids": [ids[0]]}) == {"forgotten": 0}
-        assert await answer(client, "forget", {"filter": within}) == {"forgotten": 1}
+        assert (await answer(client, "forget", {"ids": [ids[0]]}))["forgotten"] == 1
+        assert (await answer(client, "forget", {"ids": [ids[0]]}))["forgotten"] == 0
+        assert (await answer(client, "forget", {"filter": within}))["forgotten"] == 1
         assert (await answer(client, "get", {"ids": ids}))["hits"] == []
 
 
@@ -180,7 +181,7 @@ async def test_a_scoped_key_sees_and_changes_only_its_reach(served: LiveServer) 
         written = await refusal(client, "store", learning("not hers", namespace=BOB))
         assert written["code"] == "forbidden" and f"'{BOB}'" in written["message"]
         # Forgetting everything tagged "shared" removes alice's two items, not bob's or the team's.
-        assert await answer(client, "forget", {"filter": {"tags_any": ["shared"]}}) == {"forgotten": 2}
+        assert (await answer(client, "forget", {"filter": {"tags_any": ["shared"]}}))["forgotten"] == 2
     async with tools(served, reader) as client:
         refused = await refusal(client, "store", learning("a reader writes", namespace=ALICE))
         assert refused["code"] == "forbidden" and refused["message"] == "forbidden: a read key may not store"
