@@ -304,14 +304,24 @@ def _mcp(args: argparse.Namespace, settings: Settings) -> int:
     from app.mcp.stdio import KEY_ENV, serve_stdio
 
     logging.getLogger("engram").setLevel(logging.WARNING)  # a desktop host shows stderr as errors
-    # A host that stops the command with SIGTERM unwinds it like Ctrl-C: the engine closes and the
-    # embedded server's exit hook runs (the plain signal would skip both).
-    signal.signal(signal.SIGTERM, _interrupt)
+
+    async def served() -> None:
+        # A host that stops the command with SIGTERM cancels it, as Ctrl-C does: the engine closes
+        # and the embedded server's exit hook runs (the plain signal would skip both). Through the
+        # loop, not a signal handler that raises: raised at any bytecode, the interrupt could land
+        # inside the database driver's protocol and leave it broken (a crash on the way out).
+        task = asyncio.current_task()
+        assert task is not None
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
+        await serve_stdio(settings, args.key or os.environ.get(KEY_ENV) or None)
+
     try:
-        asyncio.run(serve_stdio(settings, args.key or os.environ.get(KEY_ENV) or None))
+        asyncio.run(served())
     except* EngramError as group:
         # The stdio transport's task group wraps what ended it: one line, as every command gives.
         raise group.exceptions[0] from None
+    except* asyncio.CancelledError:
+        raise KeyboardInterrupt from None
     return 0
 
 
