@@ -11,9 +11,11 @@ from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi.routing import APIRoute
 
 from app import __version__
-from app.api import errors, keys, transfer
+from app.api import errors, keys, metrics, transfer
+from app.api.observer import Observer
 from app.api.openapi import build_openapi
 from app.api.perimeter import Perimeter
 from app.api.routes import router
@@ -54,9 +56,9 @@ def create_app(settings: Settings | None = None, engine_factory: EngineFactory =
         # A route spelled with a trailing slash does not exist: a 404 envelope, not a bodiless 307 (contract §7).
         redirect_slashes=False,
     )
-    app.include_router(router)
-    app.include_router(keys.router)
-    app.include_router(transfer.router)
+    routers = (router, keys.router, transfer.router, metrics.router)
+    for included in routers:
+        app.include_router(included)
     errors.install(app)
     document: dict[str, Any] = {}
 
@@ -89,5 +91,10 @@ def create_app(settings: Settings | None = None, engine_factory: EngineFactory =
         api_keys=settings.api_key_list(),
         max_body_bytes=settings.max_body_bytes,
         open_preflight=bool(settings.cors_origin_list()),
+        open_routes=frozenset({("GET", metrics.PATH)}) if settings.metrics_public else frozenset(),
     )
+    # Outermost: counts and logs what the client sees, the perimeter's refusals included (named by
+    # the route they were refused at, from every route with its full path).
+    routes = [route for route in app.routes if isinstance(route, APIRoute)]
+    app.add_middleware(Observer, routes=routes + [route for included in routers for route in included.routes])
     return app

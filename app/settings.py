@@ -108,6 +108,8 @@ class Settings(BaseSettings):
     max_body_bytes: int = Field(default=8 * 1024 * 1024, ge=1)
     cors_origins: str = ""
     log_level: Literal["debug", "info", "warning", "error"] = "info"
+    # Serve GET /metrics without a key, to whoever reaches the port (a scraper on a private network).
+    metrics_public: bool = False
 
     # Item and request limits (contract §9); their defaults are app/contract/limits.py's.
     max_text_chars: int = Field(default=DEFAULT_LIMITS.max_text_chars, ge=1)

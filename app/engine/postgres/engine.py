@@ -57,7 +57,7 @@ from app.engine.postgres.filters import filter_predicate
 from app.engine.postgres.indexer import VectorIndexer, backlog_size, index_everything
 from app.engine.postgres.keys import PostgresKeys
 from app.engine.postgres.options import EngineOptions
-from app.engine.postgres.pool import Pools, execute, fetch, fetchval
+from app.engine.postgres.pool import Pools, PoolUsage, execute, fetch, fetchval
 from app.engine.postgres.queries.facets import folds_facet, plan_explore
 from app.engine.postgres.queries.listing import plan_get, plan_list
 from app.engine.postgres.queries.statement import Statement
@@ -78,6 +78,7 @@ from app.engine.postgres.ranking import Rankings
 from app.engine.postgres.rows import hit_of, item_row
 from app.engine.postgres.schema import driver_url, ensure_current
 from app.engine.reranking import Reranker
+from app.telemetry.metrics import ITEMS_FORGOTTEN, ITEMS_STORED
 
 # The first start claims the database for this embedder and makes the cursor secret.
 CLAIM_SETTINGS = (
@@ -223,6 +224,10 @@ class PostgresEngine:
             async with self.connection() as connection:
                 return await backlog_size(connection)
 
+    def pool_usage(self) -> list[PoolUsage]:
+        """The connection pools now, without a round trip."""
+        return self._pools.usage()
+
     async def health(self) -> Health:
         try:
             async with asyncio.timeout(3), self.connection() as connection:
@@ -277,6 +282,7 @@ class PostgresEngine:
                 vectors |= await self._vectors(late)
                 backlog = await self._queue_vectors(connection, {i: vectors[first[i]] for i in inserted})
         self._facets.wrote(len(inserted))
+        ITEMS_STORED.inc(len(inserted))
         if backlog:
             self._indexer.wake()
         if backlog > self._backlog_limit:
@@ -352,6 +358,7 @@ class PostgresEngine:
             async with self.connection() as connection:
                 count = int(await fetchval(connection, statement) or 0)
         self._facets.wrote(count)
+        ITEMS_FORGOTTEN.inc(count)
         return ForgetReport(forgotten=count)
 
     # Reads.
