@@ -23,7 +23,7 @@ from app.contract.keys import KeyList
 from app.contract.meta import format_instant
 from app.contract.wire import wire_json
 from app.settings import Settings
-from app.telemetry.logs import configure_logging
+from app.telemetry.logs import configure_logging, json_line
 
 
 def _serve(args: argparse.Namespace, settings: Settings) -> int:
@@ -100,8 +100,6 @@ def announce(settings: Settings, message: str) -> None:
 
 def complain(message: str, *, json_lines: bool) -> None:
     """A command's failure on stderr: ``engram: message``, or a JSON log line when logs are JSON."""
-    from app.telemetry.logs import json_line
-
     print(json_line(message, level="error") if json_lines else f"engram: {message}", file=sys.stderr, flush=True)
 
 

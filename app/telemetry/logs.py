@@ -50,6 +50,7 @@ def configure_logging(level: str, log_format: LogFormat) -> None:
     """Every logger's lines to stderr in ``log_format``; in JSON, Python's warnings too (as ``py.warnings``)."""
     handler = logging.StreamHandler()
     handler.setFormatter(JsonFormatter() if log_format == "json" else logging.Formatter(TEXT_FORMAT))
-    logging.basicConfig(level=level.upper(), handlers=[handler], force=True)
+    # As basicConfig does, nothing changes where the root logger already has a handler (a test harness's).
+    logging.basicConfig(level=level.upper(), handlers=[handler])
     if log_format == "json":
         logging.captureWarnings(True)
