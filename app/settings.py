@@ -110,6 +110,10 @@ class Settings(BaseSettings):
     max_body_bytes: int = Field(default=8 * 1024 * 1024, ge=1)
     cors_origins: str = ""
     log_level: Literal["debug", "info", "warning", "error"] = "info"
+    # text: one readable line per event; json: one JSON object a line, for a log collector (docs/operations.md).
+    log_format: Literal["text", "json"] = "text"
+    # Serve GET /metrics without a key, to whoever reaches the port (a scraper on a private network).
+    metrics_public: bool = False
 
     # Item and request limits (contract §9); their defaults are app/contract/limits.py's.
     max_text_chars: int = Field(default=DEFAULT_LIMITS.max_text_chars, ge=1)
@@ -152,7 +156,7 @@ class Settings(BaseSettings):
             raise ValueError("names no file this process can read")
         return value.expanduser() if value is not None else None
 
-    @field_validator("log_level", mode="before")
+    @field_validator("log_level", "log_format", mode="before")
     @classmethod
     def _any_case(cls, value: Any) -> Any:
         return value.lower() if isinstance(value, str) else value

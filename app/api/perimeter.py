@@ -19,7 +19,7 @@ from app.engine.keys import Keys, grant
 logger = logging.getLogger("engram.http")
 
 # The one route open without a key: orchestrators probe it.
-OPEN_ROUTES = {("GET", "/v1/health"), ("HEAD", "/v1/health")}
+OPEN_ROUTES = frozenset({("GET", "/v1/health"), ("HEAD", "/v1/health")})
 
 
 def _bearer(headers: Headers) -> str | None:
@@ -33,8 +33,18 @@ def _bearer(headers: Headers) -> str | None:
 
 
 class Perimeter:
-    def __init__(self, app: ASGIApp, *, api_keys: list[str], max_body_bytes: int, open_preflight: bool = False) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        api_keys: list[str],
+        max_body_bytes: int,
+        open_preflight: bool = False,
+        open_routes: frozenset[tuple[str, str]] = frozenset(),
+    ) -> None:
         self.app = app
+        # Beyond health: routes the deployment opened on purpose (ENGRAM_METRICS_PUBLIC).
+        self._open_routes = OPEN_ROUTES | open_routes
         self._keys = [k.encode() for k in api_keys]
         self._max_body = max_body_bytes
         # With CORS on, a browser's preflight (which never carries a credential) goes through
@@ -51,8 +61,12 @@ class Perimeter:
             await self.app(scope, receive, send)
             return
         headers = Headers(scope=scope)
-        request_id = client_request_id(headers.get("x-request-id")) or new_request_id()
-        scope.setdefault("state", {})["request_id"] = request_id
+        given = headers.get("x-request-id")
+        request_id = client_request_id(given) or new_request_id()
+        state = scope.setdefault("state", {})
+        state["request_id"] = request_id
+        if given is not None and given != request_id:
+            state["request_id_replaced"] = True  # an unusable id is replaced, not refused; the log says so
 
         async def reply(error: Exception, status: int | None = None) -> None:
             response = error_response(error, request_id, status=status)  # type: ignore[arg-type]
@@ -68,7 +82,7 @@ class Perimeter:
             and "access-control-request-method" in headers
             and "origin" in headers
         )
-        open_route = preflight or (scope["method"], scope["path"]) in OPEN_ROUTES
+        open_route = preflight or (scope["method"], scope["path"]) in self._open_routes
         if not open_route:
             try:
                 access = await self._access(scope, headers)
@@ -119,6 +133,11 @@ class Perimeter:
             await self.app(scope, replay, send_with_id)
         except Exception as error:
             # Only the type: a message may quote SQL or a value, and a trace is not for logs.
-            logger.error("unexpected failure in request %s: %s", request_id, type(error).__name__)
+            logger.error(
+                "unexpected failure in request %s: %s",
+                request_id,
+                type(error).__name__,
+                extra={"request_id": request_id},
+            )
             if not started:
                 await reply(EngineFailure("an unexpected failure occurred"))

@@ -37,6 +37,7 @@ from app.contract.requests import (
 )
 from app.contract.wire import wire_json
 from app.engine.protocol import MemoryEngine
+from app.telemetry.metrics import FETCH_DURATION
 
 _ERROR_TEXT = {
     400: "The request fits the schema but the contract refuses it (`invalid_request`).",
@@ -133,7 +134,9 @@ async def store_many(
 @router.post("/fetch", response_model=FetchPage, operation_id="fetch", responses={**READ_ERRORS, **documented(501)})
 async def fetch(body: Annotated[FetchRequest, Body(openapi_examples=examples.FETCH)], engine: Engine) -> Response:
     """Ranked retrieval by keyword, vector or hybrid; page on with `next_cursor`."""
-    return answer(await engine.fetch(body))
+    with FETCH_DURATION.labels(body.mode).time():
+        page = await engine.fetch(body)
+    return answer(page)
 
 
 @router.post("/recall", response_model=RecallAnswer, operation_id="recall", responses=READ_ERRORS)

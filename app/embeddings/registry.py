@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from app.contract.errors import ConfigError
+from app.embeddings.measured import MeasuredEmbedder
 from app.embeddings.memo import RememberingEmbedder
 from app.embeddings.onnx import BUNDLED_MODEL
 from app.embeddings.protocol import Embedder
@@ -63,4 +64,4 @@ def build_embedder(settings: Settings) -> Embedder:
     if settings.embedding_dim is not None and embedder.dimension != settings.embedding_dim:
         given = f"{embedder.name} gives {embedder.dimension}"
         raise ConfigError(f"ENGRAM_EMBEDDING_DIM is {settings.embedding_dim} but {given} dimensions")
-    return RememberingEmbedder(embedder)
+    return RememberingEmbedder(MeasuredEmbedder(embedder))

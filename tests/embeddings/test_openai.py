@@ -31,6 +31,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from app.contract.errors import ConfigError, Unavailable
+from app.embeddings.measured import MeasuredEmbedder
 from app.embeddings.memo import RememberingEmbedder
 from app.embeddings.openai import UNAVAILABLE, OpenAIEmbedder
 from app.embeddings.registry import build_embedder
@@ -241,8 +242,9 @@ async def test_settings_build_it(model_server: str) -> None:
     )
     embedder = build_embedder(settings)
     try:
-        # The configured embedder, behind the memory of its recent vectors.
-        assert isinstance(embedder, RememberingEmbedder) and isinstance(embedder.inner, OpenAIEmbedder)
+        # The configured embedder, measured, behind the memory of its recent vectors.
+        assert isinstance(embedder, RememberingEmbedder) and isinstance(embedder.inner, MeasuredEmbedder)
+        assert isinstance(embedder.inner.inner, OpenAIEmbedder)
         assert embedder.name == f"openai:{MODEL}"
         assert (await embedder.embed_queries(["a"])).shape == (1, DIMENSION)
     finally:
@@ -307,7 +309,7 @@ async def service(database_384: str, fresh_proxy: FaultProxy) -> AsyncIterator[h
         transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
         async with httpx.AsyncClient(transport=transport, base_url="http://engram.test", timeout=120) as client:
             yield client
-    assert app.state.engine._embedder.inner._client.is_closed  # shutting down closed the endpoint's connections
+    assert app.state.engine._embedder.inner.inner._client.is_closed  # shutting down closed the endpoint's connections
 
 
 async def test_a_store_while_the_endpoint_is_down_is_503_and_writes_nothing(

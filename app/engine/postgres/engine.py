@@ -59,7 +59,7 @@ from app.engine.postgres.filters import filter_predicate
 from app.engine.postgres.indexer import VectorIndexer, backlog_size, index_everything
 from app.engine.postgres.keys import PostgresKeys
 from app.engine.postgres.options import EngineOptions
-from app.engine.postgres.pool import Pools, execute, fetch, fetchval
+from app.engine.postgres.pool import Pools, PoolUsage, execute, fetch, fetchval
 from app.engine.postgres.queries.facets import folds_facet, plan_explore
 from app.engine.postgres.queries.listing import plan_get, plan_list
 from app.engine.postgres.queries.statement import Statement
@@ -86,6 +86,7 @@ from app.engine.postgres.schema import driver_url, ensure_current
 from app.engine.postgres.undo import UndoSweeper
 from app.engine.receipts import new_receipt
 from app.engine.reranking import Reranker
+from app.telemetry.metrics import ITEMS_FORGOTTEN, ITEMS_STORED
 
 # The first start claims the database for this embedder and makes the cursor secret.
 CLAIM_SETTINGS = (
@@ -237,6 +238,10 @@ class PostgresEngine:
             async with self.connection() as connection:
                 return await backlog_size(connection)
 
+    def pool_usage(self) -> list[PoolUsage]:
+        """The connection pools now, without a round trip."""
+        return self._pools.usage()
+
     async def health(self) -> Health:
         try:
             async with asyncio.timeout(3), self.connection() as connection:
@@ -291,6 +296,7 @@ class PostgresEngine:
                 vectors |= await self._vectors(late)
                 backlog = await self._queue_vectors(connection, {i: vectors[first[i]] for i in inserted})
         self._facets.wrote(len(inserted))
+        ITEMS_STORED.inc(len(inserted))
         if backlog:
             self._indexer.wake()
         if backlog > self._backlog_limit:
@@ -380,6 +386,7 @@ class PostgresEngine:
                 if erase is not None:
                     await execute(connection, erase)
         self._facets.wrote(count)
+        ITEMS_FORGOTTEN.inc(count)
         return ForgetReport(forgotten=count, receipt=keep.receipt if keep is not None and count else None)
 
     async def restore(self, receipt: str, *, within: Reach | None = None) -> RestoreReport:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import asyncpg
@@ -20,6 +21,7 @@ import orjson
 from app.engine.postgres.options import HNSWOptions, PoolOptions
 from app.engine.postgres.queries.statement import Statement
 from app.engine.postgres.vectors import register_vector_types
+from app.telemetry.metrics import statement_timer
 
 # The service's sessions say who they are, so `engram reembed` can tell a running service is there.
 APPLICATION_NAME = "engram"
@@ -67,12 +69,25 @@ async def _as_it_was(_: asyncpg.Connection) -> None:
     transaction); an open transaction is still rolled back before this runs."""
 
 
+@dataclass(frozen=True)
+class PoolUsage:
+    """One pool's connections at a moment: handed out, open and idle, and callers waiting for one."""
+
+    pool: str
+    in_use: int
+    idle: int
+    waiting: int
+    max_size: int
+
+
 class Pools:
     """The two pools: ``custom`` plans every statement for its values, ``generic`` reuses one plan."""
 
     def __init__(self, custom: asyncpg.Pool, generic: asyncpg.Pool, *, acquire_timeout_s: float) -> None:
         self._pools = {False: custom, True: generic}
         self._acquire_timeout_s = acquire_timeout_s
+        # Callers inside acquire(), per pool: asyncpg does not say how many wait.
+        self._waiting = {False: 0, True: 0}
 
     @classmethod
     async def open(cls, dsn: str, pool: PoolOptions, hnsw: HNSWOptions) -> Pools:
@@ -104,7 +119,11 @@ class Pools:
         """A pooled connection; one a failure interrupted is dropped, not handed to the next caller
         (it may be half-way through a message exchange)."""
         pool = self._pools[generic_plan]
-        connection = await pool.acquire(timeout=self._acquire_timeout_s)
+        self._waiting[generic_plan] += 1
+        try:
+            connection = await pool.acquire(timeout=self._acquire_timeout_s)
+        finally:
+            self._waiting[generic_plan] -= 1
         try:
             yield connection
         except BaseException:
@@ -112,6 +131,19 @@ class Pools:
             raise
         finally:
             await pool.release(connection)
+
+    def usage(self) -> list[PoolUsage]:
+        """Each pool's connections now, read without a round trip (for a metrics scrape)."""
+        return [
+            PoolUsage(
+                pool="generic" if generic_plan else "custom",
+                in_use=pool.get_size() - pool.get_idle_size(),
+                idle=pool.get_idle_size(),
+                waiting=self._waiting[generic_plan],
+                max_size=pool.get_max_size(),
+            )
+            for generic_plan, pool in self._pools.items()
+        ]
 
     async def close(self) -> None:
         """Both pools closed once their connections are back, or dropped after CLOSE_TIMEOUT_S."""
@@ -125,14 +157,17 @@ class Pools:
 
 async def fetch(connection: asyncpg.Connection, statement: Statement) -> list[asyncpg.Record]:
     """The statement's rows (prepared once a connection, from asyncpg's statement cache)."""
-    return await connection.fetch(statement.sql, *statement.args)
+    with statement_timer(statement.family):
+        return await connection.fetch(statement.sql, *statement.args)
 
 
 async def fetchval(connection: asyncpg.Connection, statement: Statement) -> Any:
     """The first column of the statement's first row."""
-    return await connection.fetchval(statement.sql, *statement.args)
+    with statement_timer(statement.family):
+        return await connection.fetchval(statement.sql, *statement.args)
 
 
 async def execute(connection: asyncpg.Connection, statement: Statement) -> None:
     """The statement run for its effect; without arguments in one simple-protocol message."""
-    await connection.execute(statement.sql, *statement.args)
+    with statement_timer(statement.family):
+        await connection.execute(statement.sql, *statement.args)

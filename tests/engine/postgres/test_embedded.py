@@ -109,3 +109,13 @@ def test_a_killed_service_does_not_keep_the_embedded_server_up_for_good() -> Non
             from tests.support.live import stop_postgres
 
             stop_postgres(pgdata)
+
+
+def test_a_command_on_a_service_account_starts_without_a_runtime_dir_warning() -> None:
+    # A service account's environment has no XDG_RUNTIME_DIR; the embedded server starts all the same.
+    with scratch("no-runtime-dir") as tmp:
+        env = {k: v for k, v in serve_env(tmp / "data", {}).items() if k != "XDG_RUNTIME_DIR"}
+        result = subprocess.run([ENGRAM, "migrate"], env=env, capture_output=True, text=True, timeout=300, check=False)
+        assert result.returncode == 0, result.stderr
+        assert "is at" in result.stdout
+        assert "RuntimeDirWarning" not in result.stderr and "XDG_RUNTIME_DIR" not in result.stderr, result.stderr

@@ -1,0 +1,1 @@
+"""What the service tells its operators: Prometheus metrics and log lines (docs/operations.md)."""
