@@ -85,6 +85,16 @@ class Access:
             return None
         return self.reach.model_copy(update={"inherit": False})
 
+    def manages(self, reach: Reach, role: KeyRole) -> bool:
+        """Whether this key may make (or list, or revoke) a key of ``reach`` and ``role``: an admin
+        grants no more than it holds, so the key reads within its reach and writes within its writes."""
+        if not self.allows("admin"):
+            return False
+        if self.reach is None:
+            return True
+        writes = reach.model_copy(update={"inherit": False})
+        return self.reach.covers(reach) and (role == "read" or self.writable is None or self.writable.covers(writes))
+
     def narrowed(self, request_filter: Filter, within: Reach | None = None) -> Filter:
         """The filter as this caller may read it: the key's reach (or ``within``, narrower) beside the request's."""
         if self.reach is None:

@@ -94,6 +94,15 @@ class Reach(Closed):
         """Refuse a bad ``at``; return the reach with ``at`` in printed form."""
         return self.model_copy(update={"at": str(self.node)})
 
+    def covers(self, other: Reach) -> bool:
+        """Whether every namespace ``other`` admits, this reach admits too."""
+        node = other.node
+        if not self.admits(node):
+            return False
+        if other.inherit and not all(self.admits(ancestor) for ancestor in node.ancestors()):
+            return False
+        return not other.descendants or (self.descendants and (node == self.node or node.is_below(self.node)))
+
     def admits(self, namespace: Namespace) -> bool:
         at = self.node
         if namespace == at:

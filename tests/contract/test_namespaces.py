@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from app.contract.meta import Filter, Meta
@@ -182,3 +184,23 @@ def test_a_filter_without_reach_sees_every_namespace() -> None:
 
 def test_reach_at_is_trimmed_before_comparing() -> None:
     assert Reach(at=f"  {WRITER}  ", inherit=False).admits(Namespace.parse(WRITER))
+
+
+@pytest.mark.parametrize(
+    ("outer", "inner", "covered"),
+    [
+        ({"at": "team:a", "descendants": True, "inherit": False}, {"at": "team:a/user:b", "inherit": False}, True),
+        ({"at": "team:a", "descendants": True, "inherit": False}, {"at": "team:a/user:b", "inherit": True}, False),
+        ({"at": "team:a", "descendants": True, "inherit": True}, {"at": "team:a/user:b", "inherit": True}, True),
+        ({"at": "team:a", "descendants": False, "inherit": False}, {"at": "team:a", "inherit": False}, True),
+        ({"at": "team:a", "descendants": False}, {"at": "team:a", "descendants": True, "inherit": False}, False),
+        ({"at": "team:a/user:b", "inherit": True}, {"at": "team:a", "inherit": False}, True),
+        ({"at": "team:a/user:b", "inherit": True}, {"at": "team:a", "inherit": False, "descendants": True}, False),
+        ({"at": "root", "descendants": True}, {"at": "team:z/user:q", "descendants": True}, True),
+        ({"at": "team:a", "descendants": True, "inherit": False}, {"at": "team:b", "inherit": False}, False),
+    ],
+)
+def test_a_reach_covers_another_when_it_admits_all_it_admits(
+    outer: dict[str, Any], inner: dict[str, Any], covered: bool
+) -> None:
+    assert Reach(**outer).covers(Reach(**inner)) is covered

@@ -148,8 +148,36 @@ async def test_roles(world: Any) -> None:
     assert by_filter.json()["forgotten"] == 2
     left = (await client.post("/v1/list", json={"limit": 100}, headers=admin)).json()
     assert {hit["id"] for hit in left["items"]} == set(outside)
-    # Managing keys needs an admin of every namespace.
-    assert (await client.get("/v1/keys", headers=alice_admin)).status_code == 403
+    # Keys are managed by admins only.
+    for key in (reader, alice_writer):
+        assert (await client.get("/v1/keys", headers=key)).status_code == 403
+
+
+async def test_a_scoped_admin_manages_the_keys_within_its_reach(world: Any) -> None:
+    client, admin, _, _ = world
+    bob_id, _ = await make_key(client, admin, "read", BOB)
+    _, alice_admin = await make_key(client, admin, "admin", ALICE, descendants=True)
+    made = await client.post(
+        "/v1/keys",
+        json={"name": "agent", "role": "write", "reach": {"at": f"{ALICE}/agent:x", "inherit": False}},
+        headers=alice_admin,
+    )
+    assert made.status_code == 201
+    for beyond in (
+        {"at": BOB, "inherit": False},
+        {"at": ALICE, "inherit": True},  # alice's admin does not read the team above her
+        {"at": "team:acme", "inherit": False, "descendants": True},
+    ):
+        refused = await client.post(
+            "/v1/keys", json={"name": "more", "role": "read", "reach": beyond}, headers=alice_admin
+        )
+        assert refused.status_code == 403 and refused.json()["code"] == "forbidden", beyond
+    listed = {key["reach"]["at"] for key in (await client.get("/v1/keys", headers=alice_admin)).json()["keys"]}
+    assert listed == {ALICE, f"{ALICE}/agent:x"}, "only the keys within its reach"
+    hidden = await client.post("/v1/keys/revoke", json={"id": bob_id}, headers=alice_admin)
+    assert hidden.status_code == 404, "a key outside its reach is one that does not exist"
+    mine = await client.post("/v1/keys/revoke", json={"id": made.json()["key"]["id"]}, headers=alice_admin)
+    assert mine.status_code == 200 and mine.json()["revoked_at"]
 
 
 async def test_revoked_and_expired_keys_are_refused(world: Any) -> None:
