@@ -394,8 +394,10 @@ def _eval(args: argparse.Namespace, settings: Settings) -> int:
     from app.evaluation.metrics import NDCG_DEPTH
     from app.evaluation.runner import EvaluationError, Run, evaluate
 
-    # One line per request at INFO would bury the progress bars.
-    logging.getLogger("httpx").setLevel(logging.WARNING)
+    # One line per request at INFO (the client's, and the in-process service's access lines) would
+    # bury the progress bars and the report.
+    for chatty in ("httpx", "engram.access"):
+        logging.getLogger(chatty).setLevel(logging.WARNING)
     ks: tuple[int, ...] = args.k
     checked = f"recall@{10 if 10 in ks else max(ks)}"
     try:

@@ -60,6 +60,7 @@ def test_json_report_of_a_private_embedded_service(tmp_path: Path) -> None:
 def test_plain_table_by_default_with_a_chosen_mode() -> None:
     done = engram(str(TINY), "--modes", "keyword", "--quiet", "--no-answers")
     assert done.returncode == 0, done.stderr
+    assert "engram.access" not in done.stderr, "the in-process service's access lines would bury the report"
     lines = done.stdout.splitlines()
     assert lines[0] == "set tiny: 4 items, 4 questions"
     header = next(line for line in lines if line.startswith("keyword"))
