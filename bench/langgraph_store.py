@@ -9,7 +9,7 @@ Mapping: an item is stored under its namespace path split on ``/`` (the root as
 reach becomes a namespace-prefix search; ``tags_any: [t]`` becomes the filter
 ``{"tag_<t>": true}`` (its filter compares top-level keys only, so a tag list
 cannot be tested directly). LangGraph has no keyword search, so only vector
-search is compared. The index and session settings are LangGraph's defaults
+search is compared. The index and connection settings are LangGraph's defaults
 (HNSW m=16, ef_construction=64; ``hnsw.ef_search`` 40), as a user gets them; opened with a
 ``breadth``, the same store is searched as far as Engram searches, to tell a wider search from a slower one.
 """

@@ -8,27 +8,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from app.embeddings.protocol import Embedder
+from app.embeddings.wrapped import WrappedEmbedder
 from app.telemetry.metrics import encoder_call
 
 
-class MeasuredEmbedder:
+class MeasuredEmbedder(WrappedEmbedder):
     """``inner``, each ``embed`` counted as documents and each ``embed_queries`` as queries."""
-
-    def __init__(self, inner: Embedder) -> None:
-        self._inner = inner
-
-    @property
-    def name(self) -> str:
-        return self._inner.name
-
-    @property
-    def dimension(self) -> int:
-        return self._inner.dimension
-
-    @property
-    def inner(self) -> Embedder:
-        return self._inner
 
     async def embed(self, texts: list[str]) -> np.ndarray:
         with encoder_call("documents", len(texts)):
@@ -37,6 +22,3 @@ class MeasuredEmbedder:
     async def embed_queries(self, texts: list[str]) -> np.ndarray:
         with encoder_call("queries", len(texts)):
             return await self._inner.embed_queries(texts)
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()

@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable
 import numpy as np
 
 from app.embeddings.protocol import Embedder
+from app.embeddings.wrapped import WrappedEmbedder
 
 # Vectors kept per kind (stored texts, queries): 10,000 of 384 float32 are ~15 MB.
 REMEMBERED = 10_000
@@ -39,31 +40,16 @@ class _Recent:
             self._vectors.popitem(last=False)
 
 
-class RememberingEmbedder:
+class RememberingEmbedder(WrappedEmbedder):
     """``inner``, asked only for the texts it has not embedded lately (in one call, in order)."""
 
     def __init__(self, inner: Embedder, size: int = REMEMBERED) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self._documents = _Recent(size)
         self._queries = _Recent(size)
 
-    @property
-    def name(self) -> str:
-        return self._inner.name
-
-    @property
-    def dimension(self) -> int:
-        return self._inner.dimension
-
-    @property
-    def inner(self) -> Embedder:
-        return self._inner
-
     async def embed(self, texts: list[str]) -> np.ndarray:
         return await self._through(texts, self._documents, self._inner.embed)
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
 
     async def embed_queries(self, texts: list[str]) -> np.ndarray:
         return await self._through(texts, self._queries, self._inner.embed_queries)
