@@ -20,7 +20,7 @@ from app.contract.requests import Citation, Hit, RecallAnswer
 from app.engine import times
 from app.engine.sentences import Sentence, content_stems, speakers, split, words
 
-MODEL = "engram-extractive-2"
+MODEL = "engram-extractive-3"
 SNIPPET_CHARS = 280
 TARGET_WORDS = 25
 """The quoted words' budget: one sentence always fits, a second only when both fit; a reader wants a few
@@ -166,7 +166,7 @@ def _said(hit: Hit) -> datetime | None:
 
 
 def _quote(candidate: Candidate, hit: Hit, *, when: bool) -> str:
-    """``Ines: "I went yesterday" (yesterday = 7 May 2023) [2]``. For a "when" question whose sentence
+    """``Ines: "I went yesterday" (yesterday = May 7, 2023) [2]``. For a "when" question whose sentence
     names no time, the day it was said is the best date memory holds, and is given as such."""
     text = candidate.sentence.text
     said = _said(hit)
