@@ -61,6 +61,18 @@ def test_role_words_and_speakers_names_are_no_evidence() -> None:
     assert content_stems("the user asked the assistant", frozenset()) == {"ask"}
 
 
+def test_the_words_of_the_one_the_question_names_come_first() -> None:
+    conversation = hits(
+        turn("John", "Playing drums when I was younger was a fun way to let off steam."),
+        turn("James", "I used to play a guitar when I was younger."),
+        kind="conversation",
+    )
+    answer = compose("Which instrument did James play?", conversation)
+    assert answer.answer.startswith('James: "I used to play a guitar when I was younger." [2]')
+    # Asked of John, the same hits answer with John's words.
+    assert compose("Which instrument did John play?", conversation).answer.startswith("John:")
+
+
 def test_a_short_sentence_without_content_words_is_never_chosen_alone() -> None:
     greetings = [turn("Tomas", "Hey Ines!"), turn("Ines", "Hey Tomas!")]
     answer = compose("Hey Tomas, how are you?", hits(*greetings, kind="conversation"))
