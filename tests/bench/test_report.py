@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from app.engine.context import without_roles
 from bench.__main__ import results_stem
 from bench.corpus import build_corpus
 from bench.report import (
@@ -135,13 +136,14 @@ def test_the_service_embeds_a_conversation_after_the_items_before_it_in_its_thre
     assert sum(s != c.text for s, c in zip(service, corpus, strict=True)) > 10
     threaded = [i for i, c in enumerate(corpus) if c.wire.get("meta", {}).get("thread_id")]
     assert len(service) == len(corpus) and threaded
-    assert all(service[i] == c.text for i, c in enumerate(corpus) if i not in set(threaded))
-    assert all(service[i].endswith(corpus[i].text) for i in threaded)
+    assert all(service[i] == without_roles(c.text) for i, c in enumerate(corpus) if i not in set(threaded))
+    assert all(service[i].startswith(without_roles(corpus[i].text)) for i in threaded)
     seen: dict[tuple[str, str], int] = {}
     for i in threaded:
         key = (corpus[i].namespace, corpus[i].wire["meta"]["thread_id"])
-        if key in seen:  # a later item of its thread: the one before it comes first
-            assert service[i] != corpus[i].text and corpus[seen[key]].text[-100:] in service[i]
+        if key in seen:  # a later item of its thread: the one before it follows
+            assert service[i] != without_roles(corpus[i].text)
+            assert without_roles(corpus[seen[key]].text)[-100:] in service[i]
         seen[key] = i
 
 
