@@ -8,6 +8,10 @@ are public, being the same for every deployment.
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import re
+
 from fastapi import FastAPI, Request
 from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
 from fastapi.responses import HTMLResponse
@@ -18,6 +22,19 @@ from app.ui.assets import docs_assets, explorer_assets
 
 UI_PATH = "/ui"
 DOCS_ASSETS = "/docs/assets"
+_INLINE_SCRIPT = re.compile(r"<script>(.*?)</script>", re.S)
+
+
+def _offline(page: HTMLResponse) -> HTMLResponse:
+    """The page, allowed to load only from this service: the bundles reach for a few things
+    elsewhere (ReDoc's logo), which the browser then refuses without asking the network."""
+    inline = [m.group(1).encode() for m in _INLINE_SCRIPT.finditer(bytes(page.body).decode())]
+    hashes = " ".join(f"'sha256-{base64.b64encode(hashlib.sha256(script).digest()).decode()}'" for script in inline)
+    page.headers["Content-Security-Policy"] = (
+        f"default-src 'self'; script-src 'self' {hashes}; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+        "font-src 'self' data:; worker-src 'self' blob:; connect-src 'self'; base-uri 'none'; frame-ancestors 'none'"
+    )
+    return page
 
 
 def mount(app: FastAPI) -> frozenset[tuple[str, str]]:
@@ -46,7 +63,7 @@ def mount(app: FastAPI) -> frozenset[tuple[str, str]]:
 
     @app.get("/docs", include_in_schema=False)
     async def swagger() -> HTMLResponse:
-        return get_swagger_ui_html(
+        page = get_swagger_ui_html(
             openapi_url="/openapi.json",
             title="Engram API",
             swagger_js_url=f"{DOCS_ASSETS}/swagger-ui-bundle.js",
@@ -55,16 +72,18 @@ def mount(app: FastAPI) -> frozenset[tuple[str, str]]:
             # No badge from the public validator service: nothing leaves the machine.
             swagger_ui_parameters={"validatorUrl": None},
         )
+        return _offline(page)
 
     @app.get("/redoc", include_in_schema=False)
     async def redoc() -> HTMLResponse:
-        return get_redoc_html(
+        page = get_redoc_html(
             openapi_url="/openapi.json",
             title="Engram API",
             redoc_js_url=f"{DOCS_ASSETS}/redoc.standalone.js",
             redoc_favicon_url=f"{DOCS_ASSETS}/favicon.png",
             with_google_fonts=False,
         )
+        return _offline(page)
 
     opened = {UI_PATH, UI_PATH + "/"} | {f"{UI_PATH}/{name}" for name in explorer}
     opened |= {f"{DOCS_ASSETS}/{name}" for name in docs}

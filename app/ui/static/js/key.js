@@ -6,7 +6,6 @@ import { $, fill, h } from "./dom.js";
 export function showKeyState() {
   const button = $("#key-button");
   button.textContent = apiKey() ? "API key: set" : "API key";
-  button.setAttribute("aria-label", apiKey() ? "API key: one is set for this tab; change it" : "Enter an API key");
 }
 
 export function openKeyDialog(changed) {

@@ -18,6 +18,7 @@ async function refresh({ facets = true } = {}) {
   running?.abort();
   running = new AbortController();
   const { signal } = running;
+  document.body.dataset.state = "loading"; // "ready" once everything on the page is read again
   clearProblem();
   drawChips();
   drawToolbar();
@@ -29,10 +30,23 @@ async function refresh({ facets = true } = {}) {
   } catch (error) {
     if (signal.aborted) return;
     if (facets) showSidebar(false, error);
+    // Without a usable key there is nothing to list: the notice takes the results' place
+    // (rather than pushing them down).
+    $(".results-box").hidden = error.status === 401 || error.status === 403;
     showProblem(error);
+    document.body.dataset.state = "problem";
     return;
   }
-  if (facets) loadTimeline(signal).catch((error) => signal.aborted || showProblem(error));
+  $(".results-box").hidden = false;
+  try {
+    if (facets) await loadTimeline(signal);
+  } catch (error) {
+    if (signal.aborted) return;
+    showProblem(error);
+    document.body.dataset.state = "problem";
+    return;
+  }
+  if (!signal.aborted) document.body.dataset.state = "ready";
 }
 
 function showSidebar(ready, error = null) {
@@ -53,7 +67,7 @@ function drawChips() {
       h("span", { class: "chip-facet" }, chip.facet), h("span", { class: "chip-label" }, chip.label),
       h("button", { type: "button", class: "chip-remove", "aria-label": `Remove filter ${chip.facet} ${chip.label}`, onclick: chip.remove }, "✕"))),
     h("button", { type: "button", class: "link", onclick: () => clearAll() }, "Clear all")]
-    : h("span", { class: "quiet" }, "No filters: everything this key reaches. Pick a namespace, kind, tag, source or time on the left."));
+    : h("span", { class: "quiet" }, "No filters: everything this key reaches. Pick a namespace, kind, tag, source or time."));
   const toggle = $("#filters-toggle");
   toggle.textContent = found.length ? `Filters (${found.length})` : "Filters";
 }
