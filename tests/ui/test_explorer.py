@@ -55,6 +55,8 @@ def service() -> Iterator[Service]:
         assert stored.status_code == 200, stored.text
         ids = [receipt["id"] for receipt in stored.json()["receipts"]]
         assert ids == [fingerprint(item) for item in corpus.ITEMS]
+        # engram serve says where the explorer is.
+        assert f"engram: explorer at {server.base_url}/ui" in server.logs()
         yield Service(server, {_words(item): id_ for item, id_ in zip(corpus.ITEMS, ids, strict=True)})
 
 
