@@ -121,8 +121,8 @@ class Explorer:
 
 @pytest.fixture
 def explorer(browser: Browser, service: Service, artifacts: Path, request: pytest.FixtureRequest) -> Iterator[Explorer]:
-    viewport = getattr(request, "param", DESKTOP)
-    context = browser.new_context(viewport=viewport)
+    viewport = dict(getattr(request, "param", DESKTOP))
+    context = browser.new_context(viewport=viewport, color_scheme=viewport.pop("color_scheme", "light"))
     context.add_init_script(SHIFTS)
     page = context.new_page()
     tab = Explorer(page, service.server.base_url, artifacts, viewport["width"])
@@ -337,6 +337,19 @@ def test_at_a_phone_width(explorer: Explorer, axe_source: str) -> None:
     explorer.axe(axe_source, "the item view at 360 px")
 
 
+@pytest.mark.parametrize("explorer", [{**DESKTOP, "color_scheme": "dark"}], indirect=True)
+def test_in_a_dark_colour_scheme(explorer: Explorer, axe_source: str) -> None:
+    explorer.open(ADMIN)
+    explorer.page.get_by_role("searchbox", name="Search or ask").fill("deploy window")
+    explorer.page.get_by_role("button", name="Search", exact=True).click()
+    explorer.wait()
+    explorer.shot("20-dark")
+    explorer.axe(axe_source, "the dark palette")
+    explorer.page.locator("#results .hit-open").first.click()
+    explorer.shot("21-dark-item")
+    explorer.axe(axe_source, "the item view, dark")
+
+
 def test_keyboard_alone_reaches_search_and_an_item(explorer: Explorer) -> None:
     explorer.open(ADMIN)
     page = explorer.page
@@ -355,6 +368,17 @@ def test_keyboard_alone_reaches_search_and_an_item(explorer: Explorer) -> None:
     expect(page.get_by_role("button", name="Close")).to_be_focused()
     page.keyboard.press("Escape")
     expect(page.locator("#item-dialog")).to_be_hidden()
+
+    # Picking a facet value with the keyboard keeps the focus on it once the page is read again.
+    page.locator("#facet-tag").get_by_role("button", name="food").focus()
+    page.keyboard.press("Enter")
+    explorer.wait()
+    expect(page.locator("#chips")).to_contain_text("food")
+    assert page.evaluate("() => document.activeElement.dataset.key") == "tag:food"
+    page.keyboard.press("Enter")
+    explorer.wait()
+    expect(page.locator("#chips")).not_to_contain_text("food")
+    assert page.evaluate("() => document.activeElement.dataset.key") == "tag:food"
 
 
 @pytest.mark.parametrize("path", ["/docs", "/redoc"])

@@ -27,3 +27,11 @@ export function fill(el, ...children) {
 }
 
 export const $ = (selector, root = document) => root.querySelector(selector);
+
+/** Run `redraw` (which replaces what `root` holds) and give the focus back to the control with
+ * the same `data-key`, so a keyboard user stays where they were. */
+export function keepFocus(root, redraw) {
+  const key = root.contains(document.activeElement) ? document.activeElement.dataset?.key : null;
+  redraw();
+  if (key) root.querySelector(`[data-key="${CSS.escape(key)}"]`)?.focus();
+}

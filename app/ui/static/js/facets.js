@@ -2,7 +2,7 @@
 // current filter less that facet's own constraint (so picking a tag still shows the other tags).
 
 import { explore } from "./api.js";
-import { $, fill, h } from "./dom.js";
+import { $, fill, h, keepFocus } from "./dom.js";
 import { count, segment } from "./format.js";
 import { showProblem } from "./notice.js";
 import { filterOf, state, toggle, update } from "./state.js";
@@ -72,24 +72,26 @@ export async function loadFacets(signal) {
 }
 
 function render() {
-  fill($("#facet-namespace"), h("ul", { class: "tree" }, rootItem()),
-    complete ? null : h("p", { class: "quiet" }, "The largest namespaces are shown; open one to load all below it."));
-  values("#facet-kind", pages.kinds, "kinds", "kind");
-  values("#facet-tag", pages.tags, "tags", "tag", () => { tagLimit = 500; });
-  values("#facet-source", pages.sources, "sources", "source");
+  keepFocus($("#facets"), () => {
+    fill($("#facet-namespace"), h("ul", { class: "tree" }, rootItem()),
+      complete ? null : h("p", { class: "quiet" }, "The largest namespaces are shown; open one to load all below it."));
+    values("#facet-kind", pages.kinds, "kinds", "kind");
+    values("#facet-tag", pages.tags, "tags", "tag", () => { tagLimit = 500; });
+    values("#facet-source", pages.sources, "sources", "source");
+  });
 }
 
 function selectButton(n, exact, label, amount) {
   const chosen = state.namespace?.path === n.path && Boolean(state.namespace?.exact) === exact;
   return h("button", {
-    type: "button", class: "tree-select", "aria-pressed": String(chosen),
+    type: "button", class: "tree-select", "aria-pressed": String(chosen), "data-key": `ns:${exact ? "=" : ""}${n.path}`,
     onclick: () => update({ namespace: chosen ? null : { path: n.path, exact } }),
   }, h("span", { class: "tree-name" }, label), h("span", { class: "count" }, count(amount)));
 }
 
 function rootItem() {
   const all = h("button", {
-    type: "button", class: "tree-select tree-all", "aria-pressed": String(!state.namespace),
+    type: "button", class: "tree-select tree-all", "aria-pressed": String(!state.namespace), "data-key": "ns:all",
     onclick: () => update({ namespace: null }),
   }, h("span", { class: "tree-name" }, "All namespaces"), h("span", { class: "count" }, count(tree.total)));
   const children = sorted(tree);
@@ -110,7 +112,7 @@ function item(n) {
   const open = expanded.has(n.path);
   const toggleButton = mayHaveChildren
     ? h("button", {
-      type: "button", class: "tree-toggle", "aria-expanded": String(open),
+      type: "button", class: "tree-toggle", "aria-expanded": String(open), "data-key": `open:${n.path}`,
       "aria-label": `${open ? "Collapse" : "Expand"} ${n.path}`, onclick: () => openNode(n, !open),
     })
     : h("span", { class: "tree-spacer" });
@@ -133,7 +135,6 @@ async function openNode(n, open) {
     n.loaded = true;
   }
   render();
-  $(`#facet-namespace .tree-toggle[aria-label$="${CSS.escape(n.path)}"]`)?.focus();
 }
 
 function values(selector, page, listName, facet, more) {
@@ -142,7 +143,7 @@ function values(selector, page, listName, facet, more) {
   for (const value of chosen) if (!buckets.some((b) => b.value === value)) buckets.push({ value, count: 0 });
   fill($(selector),
     buckets.length ? h("ul", { class: "values" }, buckets.map((b) => h("li", {}, h("button", {
-      type: "button", class: "value", "aria-pressed": String(chosen.includes(b.value)),
+      type: "button", class: "value", "aria-pressed": String(chosen.includes(b.value)), "data-key": `${facet}:${b.value}`,
       onclick: () => toggle(listName, b.value),
     }, h("span", { class: "value-name" }, b.value), h("span", { class: "count" }, count(b.count)))))) : h("p", { class: "quiet" }, `No ${facet} here.`),
     page.more_buckets && more ? h("button", {

@@ -62,12 +62,15 @@ function showSidebar(ready, error = null) {
 
 function drawChips() {
   const found = chips();
-  fill($("#chips"), found.length
+  const box = $("#chips");
+  const focused = box.contains(document.activeElement);
+  fill(box, found.length
     ? [found.map((chip) => h("span", { class: `chip chip-${chip.facet}` },
       h("span", { class: "chip-facet" }, chip.facet), h("span", { class: "chip-label" }, chip.label),
       h("button", { type: "button", class: "chip-remove", "aria-label": `Remove filter ${chip.facet} ${chip.label}`, onclick: chip.remove }, "✕"))),
     h("button", { type: "button", class: "link", onclick: () => clearAll() }, "Clear all")]
     : h("span", { class: "quiet" }, "No filters: everything this key reaches. Pick a namespace, kind, tag, source or time."));
+  if (focused) ($("#chips .chip-remove") ?? $("#q")).focus(); // a removed chip took the focus with it
   const toggle = $("#filters-toggle");
   toggle.textContent = found.length ? `Filters (${found.length})` : "Filters";
 }
@@ -86,6 +89,7 @@ function drawToolbar() {
 }
 
 function changed() {
+  $("#answer").hidden = true; // it answered under the filter before
   selected.clear();
   firstPage();
   refresh();

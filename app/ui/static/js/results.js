@@ -2,7 +2,7 @@
 // pages through cursors (a stack of them, so Previous is exact), and keeps the selection.
 
 import { call } from "./api.js";
-import { $, fill, h } from "./dom.js";
+import { $, fill, h, keepFocus } from "./dom.js";
 import { count, instant, namespaceOf, snippet, terms } from "./format.js";
 import { filterOf, state } from "./state.js";
 
@@ -65,10 +65,10 @@ function render(hits) {
   fill(list, hits.map((hit) => row(hit, stems)));
   if (!hits.length) list.append(empty());
   const pager = $("#pager");
-  fill(pager,
-    h("button", { type: "button", class: "button small ghost", disabled: paging.index === 0, onclick: () => turn(-1) }, "‹ Previous"),
+  keepFocus(pager, () => fill(pager,
+    h("button", { type: "button", class: "button small ghost", "data-key": "previous", disabled: paging.index === 0, onclick: () => turn(-1) }, "‹ Previous"),
     h("span", { class: "page-number" }, `Page ${paging.index + 1}`),
-    h("button", { type: "button", class: "button small ghost", disabled: !paging.next, onclick: () => turn(1) }, "Next ›"));
+    h("button", { type: "button", class: "button small ghost", "data-key": "next", disabled: !paging.next, onclick: () => turn(1) }, "Next ›")));
 }
 
 let turned = () => {};

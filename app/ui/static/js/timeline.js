@@ -4,7 +4,7 @@
 // zooming in while everything falls into one of them. Bars are in UTC.
 
 import { explore } from "./api.js";
-import { $, fill, h } from "./dom.js";
+import { $, fill, h, keepFocus } from "./dom.js";
 import { count, plural } from "./format.js";
 import { filterOf, state, update } from "./state.js";
 
@@ -138,7 +138,7 @@ export async function loadTimeline(signal) {
     }
   }
   box.removeAttribute("aria-busy");
-  draw(box, bars, inside, earlier, later);
+  keepFocus(box, () => draw(box, bars, inside, earlier, later));
 }
 
 function draw(box, bars, inside, earlier, later) {
@@ -150,7 +150,7 @@ function draw(box, bars, inside, earlier, later) {
     fill_.style.height = `${Math.max(4, Math.round((100 * bar.count) / top))}%`;
     chart.append(bar.count
       ? h("button", {
-        type: "button", class: "bar", title: text, "aria-label": `${text}: show only these`,
+        type: "button", class: "bar", title: text, "aria-label": `${text}: show only these`, "data-key": `bar:${bar.start}`,
         onclick: () => update({ window: { after: iso(bar.start), before: iso(bar.end), label: `observed ${bar.label}` } }),
       }, fill_)
       : h("span", { class: "bar empty", title: text }, fill_));
