@@ -43,10 +43,9 @@ function build(page) {
   return root;
 }
 
-function find(path) {
-  let at = tree;
-  for (const part of path === "root" ? [] : path.split("/")) at = at?.children.get(part);
-  return at;
+function markLoaded(n) {
+  n.loaded = true;
+  for (const child of n.children.values()) markLoaded(child);
 }
 
 /** All four facets in parallel, drawn at once (so nothing below them moves twice). */
@@ -62,6 +61,14 @@ export async function loadFacets(signal) {
   if (state.namespace) {
     const parts = state.namespace.path.split("/");
     parts.forEach((_, i) => expanded.add(parts.slice(0, i).join("/") || "root"));
+  }
+  if (!complete) {
+    // The open subtrees, read again in full, shallowest first (a deeper one may be inside it).
+    const open = [...expanded].sort((x, y) => x.split("/").length - y.split("/").length);
+    for (const path of open) {
+      const n = nodeAt(path);
+      if (n && n !== tree && !n.loaded) await loadSubtree(n, signal);
+    }
   }
   pages = { kinds, tags, sources };
   render();
@@ -123,16 +130,34 @@ function item(n) {
   return h("li", {}, row, h("ul", {}, children));
 }
 
+function nodeAt(path) {
+  let at = tree;
+  for (const part of path === "root" ? [] : path.split("/")) at = at?.children.get(part);
+  return at;
+}
+
+/** When explore cut the tree: `n`'s subtree, asked for alone. */
+async function loadSubtree(n, signal) {
+  const filter = { ...filterOf("namespace"), reach: { at: n.path, inherit: false, descendants: true } };
+  const page = await explore("namespace", filter, NAMESPACE_LIMIT, signal);
+  n.children = new Map();
+  n.own = 0;
+  for (const bucket of page.buckets) place(tree, bucket.value, bucket.count);
+  const total = tree.total; // exact, from explore: the sum of a cut tree is not
+  sum(tree);
+  tree.total = total;
+  n.loaded = true;
+  if (page.more_buckets === 0) markLoaded(n); // the whole subtree came: nothing below it is missing
+}
+
 async function openNode(n, open) {
   if (open) expanded.add(n.path); else expanded.delete(n.path);
   if (open && !complete && !n.loaded) {
-    const filter = { ...filterOf("namespace"), reach: { at: n.path, inherit: false, descendants: true } };
-    const page = await explore("namespace", filter, NAMESPACE_LIMIT);
-    n.children = new Map();
-    n.own = 0;
-    for (const bucket of page.buckets) place(tree, bucket.value, bucket.count);
-    sum(n);
-    n.loaded = true;
+    try {
+      await loadSubtree(n);
+    } catch (error) {
+      showProblem(error);
+    }
   }
   render();
 }

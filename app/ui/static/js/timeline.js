@@ -70,13 +70,15 @@ function advance(t, unit, step) {
   return t + step * (unit === "day" ? DAY : HOUR);
 }
 
-function label(start, end, unit, step) {
+function label(start, end, unit) {
   const d = new Date(start);
   const y = d.getUTCFullYear();
-  if (unit === "year") return step === 1 ? `${y}` : `${y}–${year(end - 1)}`;
-  if (unit === "month") return step === 1 ? `${MONTHS[d.getUTCMonth()]} ${y}` : `${MONTHS[d.getUTCMonth()]}–${MONTHS[new Date(end - 1).getUTCMonth()]} ${y}`;
+  const last = new Date(end - 1); // a bar clipped to the span may cover less than its step
+  if (unit === "year") return y === last.getUTCFullYear() ? `${y}` : `${y}–${last.getUTCFullYear()}`;
+  const month = `${MONTHS[d.getUTCMonth()]} ${y}`;
+  if (unit === "month") return d.getUTCMonth() === last.getUTCMonth() ? month : `${MONTHS[d.getUTCMonth()]}–${MONTHS[last.getUTCMonth()]} ${y}`;
   const day = `${d.getUTCDate()} ${MONTHS[d.getUTCMonth()]} ${y}`;
-  if (unit === "day") return step === 1 ? day : `${day} – ${new Date(end - 1).getUTCDate()} ${MONTHS[new Date(end - 1).getUTCMonth()]}`;
+  if (unit === "day") return d.getUTCDate() === last.getUTCDate() ? day : `${day} – ${last.getUTCDate()} ${MONTHS[last.getUTCMonth()]}`;
   return `${day} ${String(d.getUTCHours()).padStart(2, "0")}:00 UTC`;
 }
 
@@ -85,7 +87,7 @@ function intervals(a, b) {
   const found = [];
   for (let start = floorTo(a, unit, step); start < b; start = advance(start, unit, step)) {
     const end = Math.min(advance(start, unit, step), b);
-    found.push({ start: Math.max(start, a), end, unit, label: label(Math.max(start, a), end, unit, step) });
+    found.push({ start: Math.max(start, a), end, unit, label: label(Math.max(start, a), end, unit) });
   }
   return found;
 }
