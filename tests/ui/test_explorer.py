@@ -152,7 +152,19 @@ def test_without_a_key_the_page_asks_for_one_and_a_wrong_key_is_said_so(explorer
 
 
 def test_drill_down_filter_and_the_histogram(explorer: Explorer, axe_source: str) -> None:
+    calls: list[dict[str, Any]] = []
+
+    def record(request: Any) -> None:
+        if "/v1/" in request.url:
+            calls.append({"route": request.url.rsplit("/", 1)[1], **request.post_data_json})
+
+    explorer.page.on("request", record)
     explorer.open(ADMIN)
+    # The page's first read: one list page and one explore per facet (explore counts one facet a
+    # call), then the histogram's counts (explore of one kind bucket, read for its total).
+    ready = [c for c in calls if c["route"] != "explore" or c["limit"] != 1]
+    assert sorted(c.get("facet", c["route"]) for c in ready[-5:]) == ["kind", "list", "namespace", "source", "tag"]
+    assert len(calls) - len(ready) <= 40
     expect(explorer.namespace("All namespaces")).to_contain_text(str(corpus.TOTAL))
     expect(explorer.page.locator("#results-count")).to_have_text(f"{corpus.TOTAL} items")
     explorer.shot("03-start")
