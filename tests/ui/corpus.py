@@ -100,3 +100,4 @@ TOTAL = 14
 ACME = 10  # team:acme and below
 WRITER_COUNT = 4
 DEPLOY_TAG = 3
+OBSERVED = 12  # those with meta.observed_at

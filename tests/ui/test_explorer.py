@@ -319,6 +319,7 @@ def test_a_scoped_key_sees_only_its_subtree(explorer: Explorer, service: Service
     assert explorer.namespace("team:globex").count() == 0
     assert explorer.namespace("root itself").count() == 0
     expect(explorer.page.locator("#results")).not_to_contain_text("globex")
+    expect(explorer.page.locator("#facet-observed")).to_contain_text(f"{corpus.ACME} items with observed_at")
     explorer.shot("14-scoped-key")
 
     # A read key may not forget: the page says so rather than failing silently.
@@ -326,6 +327,11 @@ def test_a_scoped_key_sees_only_its_subtree(explorer: Explorer, service: Service
     explorer.page.get_by_role("button", name="Forget selected…").click()
     expect(explorer.page.get_by_role("alert")).to_contain_text("This key may not do that")
     explorer.shot("15-scoped-key-forbidden")
+
+    # Another key in the same tab: nothing the first one counted is shown for it.
+    explorer.use_key(ADMIN)
+    expect(explorer.namespace("All namespaces")).to_contain_text(str(corpus.TOTAL))
+    expect(explorer.page.locator("#facet-observed")).to_contain_text(f"{corpus.OBSERVED} items with observed_at")
 
 
 def test_a_tree_too_large_for_one_call_loads_as_it_opens(explorer: Explorer, service: Service) -> None:

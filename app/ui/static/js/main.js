@@ -9,7 +9,7 @@ import { openKeyDialog, showKeyState } from "./key.js";
 import { clearProblem, onKeyWanted, showProblem } from "./notice.js";
 import { firstPage, loadResults, onTurn, selected, setMatching, wireResults } from "./results.js";
 import { chips, constrained, onChange, state } from "./state.js";
-import { loadTimeline } from "./timeline.js";
+import { forgetCounts, loadTimeline } from "./timeline.js";
 
 let running = null;
 
@@ -112,7 +112,8 @@ function setup() {
   wireForget(() => { selected.clear(); refresh(); });
   onTurn(() => refresh({ facets: false }));
   onChange(changed);
-  const wantKey = () => openKeyDialog(() => { selected.clear(); firstPage(); refresh(); });
+  // Another key sees other counts: none of the last key's is kept.
+  const wantKey = () => openKeyDialog(() => { forgetCounts(); selected.clear(); firstPage(); refresh(); });
   onKeyWanted(wantKey);
   $("#key-button").addEventListener("click", wantKey);
   $("#search").addEventListener("submit", search);
