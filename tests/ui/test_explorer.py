@@ -360,6 +360,19 @@ def test_a_tree_too_large_for_one_call_loads_as_it_opens(explorer: Explorer, ser
             page.locator("#facet-kind").get_by_role("button", name="learning").click()
             explorer.wait()
             expect(explorer.namespace("agent:a597")).to_be_visible()
+
+            # Paging through list cursors: Next, and Previous back to the very same page.
+            first_page = page.locator("#results .hit-open").evaluate_all("(all) => all.map((b) => b.dataset.id)")
+            page.get_by_role("button", name="Next ›").click()
+            explorer.wait()
+            expect(page.locator("#pager")).to_contain_text("Page 2")
+            second_page = page.locator("#results .hit-open").evaluate_all("(all) => all.map((b) => b.dataset.id)")
+            assert len(second_page) == 20 and not set(first_page) & set(second_page)
+            expect(page.get_by_role("button", name="Next ›")).to_be_focused()  # the focus stays on the pager
+            page.get_by_role("button", name="‹ Previous").click()
+            explorer.wait()
+            again = page.locator("#results .hit-open").evaluate_all("(all) => all.map((b) => b.dataset.id)")
+            assert again == first_page
         finally:
             gone = client.post(
                 "/v1/forget",
