@@ -63,6 +63,7 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
             await super().startup(sockets)  # exits the process when the port cannot be bound
             if not self.should_exit:
                 announce(settings, f"listening on http://{args.host}:{args.port}")
+                announce(settings, f"explorer at http://{args.host}:{args.port}/ui")
 
         @contextlib.contextmanager
         def capture_signals(self) -> Iterator[None]:

@@ -9,8 +9,7 @@ from typing import Any
 
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
-from fastapi.openapi.docs import get_swagger_ui_html
-from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
 from starlette.routing import Route
 
@@ -25,6 +24,7 @@ from app.engine.protocol import MemoryEngine
 from app.mcp.http import PATH as MCP_PATH
 from app.mcp.http import McpEndpoint
 from app.settings import Settings
+from app.ui import routes as ui
 
 EngineFactory = Callable[[Settings], Awaitable[MemoryEngine]]
 logger = logging.getLogger("engram")
@@ -80,9 +80,8 @@ def create_app(settings: Settings | None = None, engine_factory: EngineFactory =
     async def openapi_json() -> JSONResponse:
         return JSONResponse(openapi())
 
-    @app.get("/docs", include_in_schema=False)
-    async def docs() -> HTMLResponse:
-        return get_swagger_ui_html(openapi_url="/openapi.json", title="Engram API")
+    # The explorer and the API docs, self-hosted (docs/explorer.md); the explorer's files are public.
+    opened = ui.mount(app)
 
     if settings.cors_origin_list():
         app.add_middleware(
@@ -97,7 +96,7 @@ def create_app(settings: Settings | None = None, engine_factory: EngineFactory =
         api_keys=settings.api_key_list(),
         max_body_bytes=settings.max_body_bytes,
         open_preflight=bool(settings.cors_origin_list()),
-        open_routes=frozenset({("GET", metrics.PATH)}) if settings.metrics_public else frozenset(),
+        open_routes=opened | ({("GET", metrics.PATH)} if settings.metrics_public else set()),
     )
     # Outermost: counts and logs what the client sees, the perimeter's refusals included (named by
     # the route they were refused at, from every route with its full path).

