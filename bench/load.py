@@ -315,6 +315,7 @@ async def measure(args: argparse.Namespace, work: Path, command: str) -> dict[st
         "started_at": utc_stamp(),
         "n": args.n,
         "seed": args.seed,
+        "embedder": args.embedder,
         "mix": MIX,
         "warmup_s": args.warmup,
         "duration_s": args.duration,
@@ -322,18 +323,29 @@ async def measure(args: argparse.Namespace, work: Path, command: str) -> dict[st
         "rounds": args.rounds,
         "client": "aiohttp, one keep-alive session per replica, in the harness's process",
     }
-    with embedded_postgres(work / "pg") as database, ExitStack() as services:
+    with embedded_postgres(work / "pg") as database:
         result["machine"] = machine_facts(database)
         url = database.create("engram")
         engram_migrate(url, work, args.embedder)
-        result["embedder"] = args.embedder
+        # One after the other: every service keeps the connections it opened, and the replicas' and the
+        # variants' together would be more than the database admits.
+        result["cases"] = await load_cases(args, url, work)
+        if args.cost_blocks:
+            result["telemetry"] = await telemetry_section(args, url, work)
+        result["machine"]["load_average_end"] = [round(x, 2) for x in os.getloadavg()]
+    result["finished_at"] = utc_stamp()
+    return result
+
+
+async def load_cases(args: argparse.Namespace, url: str, work: Path) -> list[dict[str, Any]]:
+    """The corpus stored, then every (replicas, clients) case ``args.rounds`` times, in rotating order."""
+    with ExitStack() as services:
         replicas = [
             services.enter_context(engram_process(url, _dir(work, f"replica-{i}"), args.embedder))
             for i in range(max(args.replicas))
         ]
         say(f"seeding {args.n:,} items")
         corpus_ids = await seed_corpus(replicas[0].base_url, url, args.n, args.seed)
-
         cases = [(r, c) for r in sorted(set(args.replicas)) for c in sorted(set(args.clients))]
         runs: dict[tuple[int, int], list[dict[str, Any]]] = {case: [] for case in cases}
         for round_ in range(args.rounds):
@@ -355,31 +367,28 @@ async def measure(args: argparse.Namespace, work: Path, command: str) -> dict[st
                         await session.close()
                 runs[(count, clients)].append(run)
                 say(f"round {round_ + 1}: {count} replica(s), {clients} clients: {run['per_s']} requests/s")
-        result["cases"] = [merged(count, clients, runs[(count, clients)]) for count, clients in cases]
+        return [merged(count, clients, runs[(count, clients)]) for count, clients in cases]
 
-        if args.cost_blocks:
-            with otlp_sink() as sink:
-                variants = {
-                    name: services.enter_context(
-                        engram_process(url, _dir(work, f"variant-{i}"), args.embedder, env=env, command=cmd)
-                    )
-                    for i, (name, (env, cmd)) in enumerate(
-                        variant_settings(sink if tracing_installed() else None).items()
-                    )
-                }
-                result["telemetry"] = {
-                    "concurrency": COST_CONCURRENCY,
-                    "blocks": args.cost_blocks,
-                    "requests_per_block": args.cost_requests,
-                    "access_log": "ENGRAM_LOG_FORMAT=json at info, to a file",
-                    "tracing": "OTLP/HTTP to a sink in the harness's process" if TRACED in variants else None,
-                    "routes": await telemetry_costs(
-                        variants, blocks=args.cost_blocks, requests=args.cost_requests, seed=args.seed
-                    ),
-                }
-        result["machine"]["load_average_end"] = [round(x, 2) for x in os.getloadavg()]
-    result["finished_at"] = utc_stamp()
-    return result
+
+async def telemetry_section(args: argparse.Namespace, url: str, work: Path) -> dict[str, Any]:
+    """Each telemetry variant a service of its own on the database, measured in turn (telemetry_costs)."""
+    with otlp_sink() as sink, ExitStack() as services:
+        variants = {
+            name: services.enter_context(
+                engram_process(url, _dir(work, f"variant-{i}"), args.embedder, env=env, command=command)
+            )
+            for i, (name, (env, command)) in enumerate(variant_settings(sink if tracing_installed() else None).items())
+        }
+        return {
+            "concurrency": COST_CONCURRENCY,
+            "blocks": args.cost_blocks,
+            "requests_per_block": args.cost_requests,
+            "access_log": "ENGRAM_LOG_FORMAT=json at info, to a file",
+            "tracing": "OTLP/HTTP to a sink in the harness's process" if TRACED in variants else None,
+            "routes": await telemetry_costs(
+                variants, blocks=args.cost_blocks, requests=args.cost_requests, seed=args.seed
+            ),
+        }
 
 
 def _dir(work: Path, name: str) -> Path:
