@@ -96,6 +96,7 @@ async def test_a_request_is_a_server_span_with_a_child_span_per_statement_and_no
     assert all(servers[ids[name]].attributes["engram.key_id"] == key_id for name in ("store", "keyword", "hybrid"))
     assert "engram.key_id" not in servers[ids["list"]].attributes  # ENGRAM_API_KEYS's key has no id
     assert servers[ids["hybrid"]].trace_id == CLIENT_TRACE
+    assert not [s for s in spans if "/v1/health" in s.name], "probes are not traced"  # live_server polled it
 
     statements = [s for s in spans if s.kind == CLIENT]
     for name in ("store", "keyword", "vector", "hybrid", "list"):
