@@ -217,9 +217,11 @@ class Settings(BaseSettings):
         if self.otlp_endpoint is None:
             return self
         if not _http_url(self.otlp_endpoint):
-            raise ValueError("OTEL_EXPORTER_OTLP_ENDPOINT must be the collector's http or https url, with a host")
+            raise ValueError(
+                "OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT must be the collector's http or https url, with a host"
+            )
         if self.otlp_protocol not in (None, "http/protobuf"):
-            raise ValueError("OTEL_EXPORTER_OTLP_PROTOCOL: only http/protobuf is supported (engram[tracing])")
+            raise ValueError("OTEL_EXPORTER_OTLP_(TRACES_)PROTOCOL: only http/protobuf is supported (engram[tracing])")
         return self
 
     @property

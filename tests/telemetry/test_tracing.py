@@ -199,10 +199,10 @@ def test_a_collector_named_by_opentelemetrys_variables_turns_tracing_on(
 @pytest.mark.parametrize(
     ("env", "named"),
     [
-        ({"OTEL_EXPORTER_OTLP_ENDPOINT": "collector:secret-token@4318"}, "OTEL_EXPORTER_OTLP_ENDPOINT"),
+        ({"OTEL_EXPORTER_OTLP_ENDPOINT": "collector:secret-token@4318"}, "OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT"),
         (
             {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4317", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "grpc"},
-            "OTEL_EXPORTER_OTLP_PROTOCOL: only http/protobuf",
+            "OTEL_EXPORTER_OTLP_(TRACES_)PROTOCOL: only http/protobuf",
         ),
     ],
 )
