@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
@@ -26,6 +26,9 @@ from app.mcp.http import McpEndpoint
 from app.settings import Settings
 from app.ui import routes as ui
 
+if TYPE_CHECKING:
+    from app.telemetry.tracing import Tracing
+
 EngineFactory = Callable[[Settings], Awaitable[MemoryEngine]]
 logger = logging.getLogger("engram")
 
@@ -39,6 +42,7 @@ async def open_engine(settings: Settings) -> MemoryEngine:
 
 def create_app(settings: Settings | None = None, engine_factory: EngineFactory = open_engine) -> FastAPI:
     settings = settings or Settings()
+    tracing: Tracing | None = None  # started once the middlewares are in place, below
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -48,6 +52,8 @@ def create_app(settings: Settings | None = None, engine_factory: EngineFactory =
             yield
         finally:
             await app.state.engine.close()
+            if tracing is not None:
+                tracing.shutdown()
 
     app = FastAPI(
         title="Engram",
@@ -102,4 +108,9 @@ def create_app(settings: Settings | None = None, engine_factory: EngineFactory =
     # the route they were refused at, from every route with its full path).
     routes = [route for route in app.routes if isinstance(route, APIRoute)]
     app.add_middleware(Observer, routes=routes + [route for included in routers for route in included.routes])
+    # Traces only when a collector is named: without one the SDK is never imported (docs/operations.md#traces).
+    if settings.tracing:
+        from app.telemetry.tracing import start_tracing
+
+        tracing = start_tracing(app)
     return app

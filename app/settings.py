@@ -8,7 +8,7 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 import platformdirs
-from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
@@ -114,6 +114,19 @@ class Settings(BaseSettings):
     log_format: Literal["text", "json"] = "text"
     # Serve GET /metrics without a key, to whoever reaches the port (a scraper on a private network).
     metrics_public: bool = False
+    # Traces over OTLP/HTTP (docs/operations.md#traces), named by OpenTelemetry's own variables: on when one
+    # names a collector (and engram[tracing] is installed). Read here so a wrong value stops the start; the
+    # exporter reads them (and every other OTEL_* variable: headers, service name, sampler) itself.
+    otlp_endpoint: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"),
+    )
+    otlp_protocol: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"),
+    )
+    # As OpenTelemetry reads it: "true" in any case turns tracing off, any other value leaves it on.
+    otel_sdk_disabled: str = Field(default="", validation_alias="OTEL_SDK_DISABLED")
 
     # Item and request limits (contract §9); their defaults are app/contract/limits.py's.
     max_text_chars: int = Field(default=DEFAULT_LIMITS.max_text_chars, ge=1)
@@ -181,7 +194,7 @@ class Settings(BaseSettings):
             raise ValueError(f"ENGRAM_EMBEDDING_DIM must give the model's dimension for the {self.embedder} embedder")
         return self
 
-    @field_validator("answer_url", "answer_model", mode="before")
+    @field_validator("answer_url", "answer_model", "otlp_endpoint", "otlp_protocol", mode="before")
     @classmethod
     def _blank_is_unset(cls, value: Any) -> Any:
         # An empty variable in a .env file or a compose file means "off", not "an empty url".
@@ -197,6 +210,24 @@ class Settings(BaseSettings):
         if not (self.answer_model or "").strip():
             raise ValueError("ENGRAM_ANSWER_MODEL must name the model when ENGRAM_ANSWER_URL is set")
         return self
+
+    @model_validator(mode="after")
+    def _a_collector_tracing_can_reach(self) -> Settings:
+        # Only OTLP over HTTP with protobuf is installed (engram[tracing]); a gRPC collector is refused by name.
+        if self.otlp_endpoint is None:
+            return self
+        if not _http_url(self.otlp_endpoint):
+            raise ValueError(
+                "OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT must be the collector's http or https url, with a host"
+            )
+        if self.otlp_protocol not in (None, "http/protobuf"):
+            raise ValueError("OTEL_EXPORTER_OTLP_(TRACES_)PROTOCOL: only http/protobuf is supported (engram[tracing])")
+        return self
+
+    @property
+    def tracing(self) -> bool:
+        """Traces are exported: a collector is named and OTEL_SDK_DISABLED does not turn the SDK off."""
+        return self.otlp_endpoint is not None and self.otel_sdk_disabled.strip().lower() != "true"
 
     @field_validator("text_search_config")
     @classmethod

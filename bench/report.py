@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from bench.load_report import load_lines, load_run
+
 MODES = ("keyword", "vector", "hybrid")
 VARIANTS = ("none", "tag", "subtree")
 VARIANT_TEXT = {"none": "no filter", "tag": "tag filter", "subtree": "namespace subtree"}
@@ -593,6 +595,9 @@ def write_report(results_dir: Path, markdown: Path, picture: Path) -> None:
     lines += comparison_lines(runs)
     if ANALYSIS.exists():
         lines += [ANALYSIS.read_text().rstrip(), ""]
+    loaded = load_run(results_dir)
+    if loaded is not None:
+        lines += load_lines(loaded)
     lines += [
         "## Method",
         "",

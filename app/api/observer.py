@@ -81,6 +81,8 @@ class Observer:
             fields["key_id"] = access.key_id  # the key's public id, never its secret
         if state.get("request_id_replaced"):
             fields["request_id_replaced"] = True
+        if trace_id := state.get("trace_id"):
+            fields["trace_id"] = trace_id  # with tracing on (app/telemetry/tracing.py): the line finds its trace
         logger.info(
             "%s %s %s in %.1f ms (request %s)",
             method,

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 import yaml
+from pydantic import AliasChoices
 
 from app.settings import Settings
 from tests.support.scratch import REPO
@@ -157,6 +158,14 @@ def test_a_missing_password_stops_compose_with_a_message(raw: dict[str, Any]) ->
         _interpolate(raw, env)
 
 
+def variable(field: str) -> str:
+    """The variable a setting is read from: ENGRAM_<NAME>, or the general one of OpenTelemetry's names for it."""
+    alias = Settings.model_fields[field].validation_alias
+    if isinstance(alias, AliasChoices):
+        return str(alias.choices[-1])
+    return str(alias) if alias else f"ENGRAM_{field.upper()}"
+
+
 def test_env_example_lists_every_variable_with_a_comment(raw: dict[str, Any]) -> None:
     lines = ENV_EXAMPLE.read_text().splitlines()
     listed: dict[str, int] = {}
@@ -164,7 +173,7 @@ def test_env_example_lists_every_variable_with_a_comment(raw: dict[str, Any]) ->
         match = re.match(r"^#?\s?([A-Z][A-Z0-9_]*)=", line)
         if match:
             listed[match.group(1)] = number
-    settings = {f"ENGRAM_{name.upper()}" for name in Settings.model_fields}
+    settings = {variable(name) for name in Settings.model_fields}
     used_by_compose = {m.group(1) for m in _VARIABLE.finditer(COMPOSE.read_text()) if m.group(1)}
     assert settings <= set(listed), f"missing: {sorted(settings - set(listed))}"
     assert used_by_compose <= set(listed), f"missing: {sorted(used_by_compose - set(listed))}"

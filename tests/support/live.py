@@ -48,11 +48,12 @@ class Database:
     root: Path
     url: str = ""
     server: Any = None
+    # Made for the default embedder, which the live servers run unless told another (ENGRAM_EMBEDDER).
+    embedding_dim: int = BUNDLED_DIMENSION
 
     def __post_init__(self) -> None:
         self.url, self.server = start_embedded(self.root)
-        # Made for the default embedder, which the live servers run.
-        schema.upgrade(self.url, embedding_dim=BUNDLED_DIMENSION, text_search_config="english")
+        schema.upgrade(self.url, embedding_dim=self.embedding_dim, text_search_config="english")
 
     def psql(self, command: str) -> str:
         return str(self.server.psql(command))
