@@ -32,6 +32,7 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
     from app.engine.postgres.schema import redacted
     from app.engine.protocol import MemoryEngine
     from app.main import create_app, open_engine
+    from app.serving.protocol import HeadLimits, protocol_class
 
     database = (
         redacted(settings.database_url.get_secret_value())
@@ -81,6 +82,8 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
         **({"log_config": None} if settings.log_format == "json" else {}),
         access_log=False,  # the service writes its own (app/api/observer.py): route templates, request ids
         server_header=False,  # which server and version answers is nobody's business
+        http=protocol_class(HeadLimits(settings.max_header_bytes, settings.max_headers)),
+        ws="none",  # no route speaks websockets: an Upgrade request is answered as a plain one
         timeout_graceful_shutdown=10,
     )
     # Until uvicorn takes the signals over, a stop requested while the database starts unwinds
