@@ -112,6 +112,8 @@ class Settings(BaseSettings):
     # either is a 431 before anything reads it (app/serving/protocol.py, docs/operations.md).
     max_header_bytes: int = Field(default=32 * 1024, ge=1024)
     max_headers: int = Field(default=100, ge=1)
+    # On SIGTERM, how long requests already accepted may take to finish before they are cut (503).
+    shutdown_grace_s: float = Field(default=10.0, ge=0)
     cors_origins: str = ""
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     # text: one readable line per event; json: one JSON object a line, for a log collector (docs/operations.md).
