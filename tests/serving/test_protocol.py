@@ -65,7 +65,7 @@ def test_an_unreadable_request_is_a_400_envelope(served: LiveServer, raw: bytes)
 
 def test_a_bad_chunk_in_a_body_the_app_reads_is_a_400_envelope_under_the_clients_request_id(served: LiveServer) -> None:
     head = b"POST /v1/list HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + KEY.encode()
-    raw = head + b"\r\nX-Request-ID: chunked-1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\n{\"l\r\nZZZ\r\n"
+    raw = head + b'\r\nX-Request-ID: chunked-1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\n{"l\r\nZZZ\r\n'
     answer = ask(port_of(served), raw)
     assert_envelope(answer, 400, "the request is not valid http/1.1")
     assert answer.headers["x-request-id"] == "chunked-1"
