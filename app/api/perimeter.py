@@ -20,8 +20,8 @@ from app.engine.keys import Keys, grant
 
 logger = logging.getLogger("engram.http")
 
-# The one route open without a key: orchestrators probe it.
-OPEN_ROUTES = frozenset({("GET", "/v1/health"), ("HEAD", "/v1/health")})
+# The routes open without a key: orchestrators probe them (readiness and liveness).
+OPEN_ROUTES = frozenset((method, path) for method in ("GET", "HEAD") for path in ("/v1/health", "/v1/health/live"))
 
 
 def _bearer(headers: Headers) -> str | None:
