@@ -61,7 +61,8 @@ def test_a_stop_while_starting_exits_cleanly_and_stops_the_embedded_database(
         log, pgdata = root / "serve.log", root / "data" / "pg"
         process = subprocess.Popen(
             [ENGRAM, "serve", "--port", str(free_port())],
-            env=serve_env(root / "data", {}),
+            # A service account's environment: no XDG_RUNTIME_DIR, and no warning about it either.
+            env={k: v for k, v in serve_env(root / "data", {}).items() if k != "XDG_RUNTIME_DIR"},
             stdout=log.open("wb"),
             stderr=subprocess.STDOUT,
         )
@@ -77,6 +78,7 @@ def test_a_stop_while_starting_exits_cleanly_and_stops_the_embedded_database(
             assert "listening on" not in output, "the start finished before the signal: nothing was tested"
             assert output.rstrip().endswith("engram: stopped while starting"), output
             assert "Traceback" not in output and "KeyboardInterrupt" not in output, output
+            assert "XDG_RUNTIME_DIR" not in output and "Warning" not in output, output
             assert not (pgdata / "postmaster.pid").exists(), "the embedded PostgreSQL was left running"
             assert not _postgres_of(pgdata)
         finally:

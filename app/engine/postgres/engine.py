@@ -95,6 +95,8 @@ CLAIM_SETTINGS = (
     "ON CONFLICT (key) DO NOTHING"
 )
 READ_SETTINGS = "SELECT key, value FROM engram_settings"
+# Health answers `down` once the database has not answered `SELECT 1` within this (docs/operations.md).
+HEALTH_TIMEOUT_S = 3.0
 
 
 class PostgresEngine:
@@ -254,7 +256,7 @@ class PostgresEngine:
 
     async def health(self) -> Health:
         try:
-            async with asyncio.timeout(3), self.connection() as connection:
+            async with asyncio.timeout(HEALTH_TIMEOUT_S), self.connection() as connection:
                 await connection.execute("SELECT 1")
         except Exception as error:
             return Health(state="down", reason=classify(error).message)
