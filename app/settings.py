@@ -108,6 +108,12 @@ class Settings(BaseSettings):
     # Off, `serve` refuses such an address until a key is set or this says the service is open on purpose.
     allow_open_access: bool = False
     max_body_bytes: int = Field(default=8 * 1024 * 1024, ge=1)
+    # A request's head (its request line and every header) and how many headers it may carry; over
+    # either is a 431 before anything reads it (app/serving/protocol.py, docs/operations.md).
+    max_header_bytes: int = Field(default=32 * 1024, ge=1024)
+    max_headers: int = Field(default=100, ge=1)
+    # On SIGTERM, how long requests already accepted may take to finish before they are cut (503).
+    shutdown_grace_s: float = Field(default=10.0, ge=0)
     cors_origins: str = ""
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     # text: one readable line per event; json: one JSON object a line, for a log collector (docs/operations.md).

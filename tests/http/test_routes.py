@@ -579,6 +579,17 @@ async def test_health_answers_head_with_its_status(client: httpx.AsyncClient) ->
     assert response.status_code == 200 and response.content == b""
 
 
+async def test_liveness_is_open_answers_head_and_nothing_else(make_client: ClientFactory) -> None:
+    async with make_client(api_keys="a-key") as client:
+        live = await client.get("/v1/health/live")
+        assert live.status_code == 200 and live.json() == {"live": True}
+        head = await client.head("/v1/health/live")
+        assert head.status_code == 200 and head.content == b""
+        assert_envelope(await client.post("/v1/health/live"), 401, "unauthorized")
+        keyed = await client.post("/v1/health/live", headers={"Authorization": "Bearer a-key"})
+        assert_envelope(keyed, 405, "method_not_allowed")
+
+
 async def test_body_over_the_limit_is_413(make_client: ClientFactory) -> None:
     async with make_client(max_body_bytes=1_000) as client:
         big = {**LEARNING, "text": "x" * 2_000}

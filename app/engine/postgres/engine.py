@@ -83,6 +83,7 @@ from app.engine.postgres.queries.writes import (
 from app.engine.postgres.ranking import Rankings
 from app.engine.postgres.rows import hit_of, item_row
 from app.engine.postgres.schema import driver_url, ensure_current
+from app.engine.postgres.supervisor import EmbeddedSupervisor
 from app.engine.postgres.undo import UndoSweeper
 from app.engine.receipts import new_receipt
 from app.engine.reranking import Reranker
@@ -94,6 +95,8 @@ CLAIM_SETTINGS = (
     "ON CONFLICT (key) DO NOTHING"
 )
 READ_SETTINGS = "SELECT key, value FROM engram_settings"
+# Health answers `down` once the database has not answered `SELECT 1` within this (docs/operations.md).
+HEALTH_TIMEOUT_S = 3.0
 
 
 class PostgresEngine:
@@ -112,8 +115,10 @@ class PostgresEngine:
         owns_embedder: bool = False,
         answerer: GroundedAnswerer | None = None,
         reranker: Reranker | None = None,
+        supervisor: EmbeddedSupervisor | None = None,
     ) -> None:
         self._pools = pools
+        self._supervisor = supervisor  # None: a database reached by URL, or one whose keeper is elsewhere
         self._options = options or EngineOptions()
         self._answerer = answerer  # None: extractive answers only; closed with the engine
         self._reranker = reranker  # None: hybrid keeps the fused order
@@ -152,6 +157,7 @@ class PostgresEngine:
         owns_embedder: bool = False,
         answerer: GroundedAnswerer | None = None,
         reranker: Reranker | None = None,
+        supervisor: EmbeddedSupervisor | None = None,
     ) -> PostgresEngine:
         """Open the pools, read the settings the schema was made with, start the vector indexer.
 
@@ -160,7 +166,8 @@ class PostgresEngine:
         it alone); an embedder shared by several engines is closed by whoever made it. An
         ``answerer`` (app/engine/grounded.py) writes recall answers and is closed with the engine;
         without one they are extractive. A ``reranker`` (app/engine/reranking.py) re-orders hybrid's
-        first hits.
+        first hits. A ``supervisor`` (supervisor.py) keeps the embedded server running while the engine
+        is open.
         """
         options = options or EngineOptions()
         with database_errors():
@@ -183,7 +190,10 @@ class PostgresEngine:
             owns_embedder=owns_embedder,
             answerer=answerer,
             reranker=reranker,
+            supervisor=supervisor,
         )
+        if supervisor is not None:
+            supervisor.start()
         if options.indexer.background:
             connected._indexer.start()  # which first indexes whatever a crash left queued
         if options.undo.window_s > 0:
@@ -217,6 +227,8 @@ class PostgresEngine:
         return self._options
 
     async def close(self) -> None:
+        if self._supervisor is not None:
+            await self._supervisor.stop()
         await self._indexer.stop()
         await self._facets.stop()
         await self._undo.stop()
@@ -244,7 +256,7 @@ class PostgresEngine:
 
     async def health(self) -> Health:
         try:
-            async with asyncio.timeout(3), self.connection() as connection:
+            async with asyncio.timeout(HEALTH_TIMEOUT_S), self.connection() as connection:
                 await connection.execute("SELECT 1")
         except Exception as error:
             return Health(state="down", reason=classify(error).message)
