@@ -45,8 +45,6 @@ class Positions:
     """The furthest position its own writes reached, to answer the client."""
     follows_writes: bool = False
     """A session of one client (``engram mcp``): each write raises ``read_after`` too."""
-    replica_reached: int = 0
-    """How far the replica was seen to have replayed while serving it: checked once a request."""
     replica_behind: int | None = None
     """A position the replica was waited for in vain: the request's later reads of it go to the
     primary without waiting again."""

@@ -154,10 +154,11 @@ class ReadRouter:
         return None
 
     async def _caught_up(self, connection: asyncpg.Connection, at_least: int | None) -> bool:
-        """Whether the replica has replayed what the read must see, waiting up to the bound."""
+        """Whether the replica has replayed what the read must see, waiting up to the bound. Asked on
+        the connection the read then runs on: behind a balancer, each connection may be another replica."""
         needed = max((p for p in (consistency.read_after(), at_least) if p is not None), default=None)
         here = consistency.current()
-        if needed is None or (here is not None and here.replica_reached >= needed):
+        if needed is None:
             return True
         if here is not None and here.replica_behind is not None and needed >= here.replica_behind:
             return False
@@ -166,8 +167,6 @@ class ReadRouter:
         while True:
             reached = await connection.fetchval(STANDS_AT) or 0
             if reached >= needed:
-                if here is not None:
-                    here.replica_reached = max(here.replica_reached, reached)
                 return True
             left = deadline - self._clock()
             if left <= 0:
