@@ -40,6 +40,8 @@ async def test_a_position_that_is_not_one_is_refused_and_changes_nothing(client:
         assert envelope["code"] == "invalid_request" and "Engram-Position" in envelope["message"]
         assert envelope["request_id"] == response.headers["x-request-id"]
     assert (await client.post("/v1/list", json={"limit": 10})).json()["items"] == []
+    health = await client.get("/v1/health", headers={positions.HEADER: value})
+    assert health.status_code == 200 and health.json() == {"state": "ok"}, "a probe never answers an envelope"
 
 
 async def test_without_a_replica_a_position_is_accepted_and_none_is_answered(client: httpx.AsyncClient) -> None:

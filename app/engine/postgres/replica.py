@@ -123,6 +123,7 @@ class ReadRouter:
             try:
                 async with self._replica.connection(generic_plan=statement.generic_plan) as connection:
                     if not self._verified and not await self._verify(connection):
+                        logger.error("%s: reads go to the primary", NOT_A_REPLICA)
                         reason = "not_a_replica"
                     elif await self._caught_up(connection, at_least):
                         rows = await fetch(connection, statement)
@@ -178,11 +179,10 @@ class ReadRouter:
 
     async def _verify(self, connection: asyncpg.Connection) -> bool:
         """Whether the replica is a copy of the primary's cluster and database (else positions mean
-        nothing on it); one that is not is left alone for ``retry_s``, and said so."""
+        nothing on it); one that is not is left alone for ``retry_s``."""
         if self._identity is None:
             return True
         if tuple(await connection.fetchrow(IDENTITY)) != self._identity:
-            logger.error("%s: reads go to the primary", NOT_A_REPLICA)
             self._verified = False
             self._down_until = self._clock() + self._retry_s
             return False
