@@ -21,6 +21,8 @@ from bench.truth import recall_at_10
 LADDER = (DEFAULT_EF_SEARCH, 60, 80, 100, 150, 200, 300, 400, 600, 800, 1000)
 QUICK_LADDER = (DEFAULT_EF_SEARCH, 100, 400)
 PAGE = 10
+# Breadths in a row with one recall after which wider ones are not tried.
+PLATEAU = 4
 
 
 async def breadth_for(
@@ -32,7 +34,9 @@ async def breadth_for(
     ladder: Sequence[int],
 ) -> tuple[int, float, list[list[float]]]:
     """The narrowest breadth of ``ladder`` at which ``store`` reaches ``target`` recall@10 (else its
-    best); its recall, and every breadth tried with its recall."""
+    best); its recall, and every breadth tried with its recall. A recall the same at ``PLATEAU``
+    breadths in a row is its best: the breadth no longer changes what it finds (a filter LangGraph's
+    query answers without the index gives the same rows at every breadth)."""
     tried: list[list[float]] = []
     best = (ladder[0], -1.0)
     for ef_search in ladder:
@@ -44,6 +48,8 @@ async def breadth_for(
             best = (ef_search, recall)
         if recall >= target:
             return ef_search, recall, tried
+        if len(tried) >= PLATEAU and len({r for _, r in tried[-PLATEAU:]}) == 1:
+            break
     return best[0], best[1], tried
 
 

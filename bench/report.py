@@ -436,9 +436,11 @@ def proposal_lines(run: dict[str, Any]) -> list[str]:
 def table_for(run: dict[str, Any], runs: list[dict[str, Any]]) -> list[str]:
     engram, raw, lg, quality = run["engram"], run["raw"], run["langgraph"], run["quality"]
     lines = [f"## N = {run['n']:,}, {embedder_label(run)}", ""]
-    source = f" ([`{run['source']}`]({run['source']})" if "source" in run else ""
-    if source and run["source"].startswith(runs_module.RUNS):
-        source += ", a run made here: not in the tree"
+    source = ""
+    if run.get("source", "").startswith(runs_module.RUNS):
+        source = f" (`{run['source']}`, a run made here: not in the tree"
+    elif "source" in run:
+        source = f" ([`{run['source']}`]({run['source']})"
     lines += [
         f"Measured {run['started_at']}, {run['duration_s']:.0f} s in all{source + ')' if source else ''}; "
         f"{run['queries']} queries per case, one request in flight, after 10 untimed warm-up calls. Latencies in "

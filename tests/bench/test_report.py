@@ -273,6 +273,9 @@ async def test_the_breadth_for_equal_recall_is_the_narrowest_that_reaches_it_els
     store = Widening(truth, {40: 6, 100: 9, 400: 8})
     ef, recall, _ = await breadth_for(store, ["q"], [{}], [truth], 0.95, (40, 100, 400))  # type: ignore[arg-type]
     assert (ef, recall) == (100, 0.9)
+    flat = Widening(truth, dict.fromkeys((40, 60, 80, 100, 150, 200), 9))
+    ef, recall, tried = await breadth_for(flat, ["q"], [{}], [truth], 0.95, (40, 60, 80, 100, 150, 200))  # type: ignore[arg-type]
+    assert (ef, recall, [int(b) for b, _ in tried]) == (40, 0.9, [40, 60, 80, 100]), "four alike: wider finds no more"
 
 
 def test_recall_at_10_is_the_mean_share_of_each_truth_found_over_queries_that_have_one() -> None:
