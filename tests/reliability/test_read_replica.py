@@ -59,7 +59,9 @@ async def test_a_live_service_reads_the_replica_and_each_client_sees_its_own_wri
             catch_up(primary, replica)
             replica.stop()
             try:
-                listed = await client.post("/v1/list", json={"limit": 10, "filter": {"reach": {"at": "agent:live"}}})
+                listed = await client.post(
+                    "/v1/list", json={"limit": 10, "filter": {"reach": {"at": "agent:live", "inherit": False}}}
+                )
                 assert listed.status_code == 200 and [h["id"] for h in listed.json()["items"]] == ids["ids"]
                 health = await client.get("/v1/health")
                 assert health.status_code == 200 and health.json()["state"] == "degraded"
