@@ -21,6 +21,7 @@ from app.contract.errors import ConfigError, EngramError, InvalidRequest
 from app.contract.keys import KeyList
 from app.contract.meta import format_instant
 from app.contract.wire import wire_json
+from app.engine import consistency
 from app.settings import Settings
 from app.telemetry.logs import configure_logging, json_line
 
@@ -45,6 +46,8 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
         else f"embedded PostgreSQL in {settings.data_dir}"
     )
     announce(settings, f"database {database}")
+    if settings.read_database_url is not None:
+        announce(settings, f"reads from {redacted(settings.read_database_url.get_secret_value())}")
     announce(settings, f"embedder {settings.embedder}")
 
     async def opened() -> MemoryEngine:
@@ -173,11 +176,13 @@ def _export(args: argparse.Namespace, settings: Settings) -> int:
         logging.getLogger("engram").setLevel(logging.WARNING)
         engine = await open_postgres_engine(settings)
         try:
-            total = (await engine.explore(ExploreRequest(facet="kind", filter=request.filter, limit=3))).total
-            with tqdm(total=total, unit=" items", file=sys.stderr, disable=None, leave=False) as bar:
-                async for line in export_lines(engine, request):
-                    out.write(line)
-                    bar.update(1)
+            # The export's pages are read where its first one was (app/engine/consistency.py).
+            with consistency.positions():
+                total = (await engine.explore(ExploreRequest(facet="kind", filter=request.filter, limit=3))).total
+                with tqdm(total=total, unit=" items", file=sys.stderr, disable=None, leave=False) as bar:
+                    async for line in export_lines(engine, request):
+                        out.write(line)
+                        bar.update(1)
         finally:
             await engine.close()
         print(f"engram: exported {total} items", file=sys.stderr)
@@ -325,7 +330,9 @@ def _mcp(args: argparse.Namespace, settings: Settings) -> int:
         task = asyncio.current_task()
         assert task is not None
         asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
-        await serve_stdio(settings, args.key or os.environ.get(KEY_ENV) or None)
+        # One client: its reads see its own writes, with a read replica too (app/engine/consistency.py).
+        with consistency.positions(follows_writes=True):
+            await serve_stdio(settings, args.key or os.environ.get(KEY_ENV) or None)
 
     try:
         asyncio.run(served())

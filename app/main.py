@@ -14,7 +14,7 @@ from fastapi.routing import APIRoute
 from starlette.routing import Route
 
 from app import __version__
-from app.api import errors, keys, metrics, transfer
+from app.api import errors, keys, metrics, positions, transfer
 from app.api.observer import Observer
 from app.api.openapi import build_openapi
 from app.api.perimeter import Perimeter
@@ -94,9 +94,11 @@ def create_app(settings: Settings | None = None, engine_factory: EngineFactory =
             CORSMiddleware,
             allow_origins=settings.cors_origin_list(),
             allow_methods=["GET", "POST"],
-            allow_headers=["Authorization", "Content-Type", "X-Request-ID"],
-            expose_headers=["X-Request-ID", "Retry-After"],
+            allow_headers=["Authorization", "Content-Type", "X-Request-ID", positions.HEADER],
+            expose_headers=["X-Request-ID", "Retry-After", positions.HEADER],
         )
+    # Inside the perimeter: a refused request never reaches it, a bad position is refused with its request id.
+    app.add_middleware(positions.ReadAfterWrite)
     app.add_middleware(
         Perimeter,
         api_keys=settings.api_key_list(),

@@ -15,7 +15,14 @@ from sqlalchemy.exc import ArgumentError
 
 from app.contract.limits import DEFAULT_LIMITS, Limits
 from app.embeddings.registry import EMBEDDERS
-from app.engine.postgres.options import EngineOptions, HNSWOptions, IndexerOptions, PoolOptions, UndoOptions
+from app.engine.postgres.options import (
+    EngineOptions,
+    HNSWOptions,
+    IndexerOptions,
+    PoolOptions,
+    ReplicaOptions,
+    UndoOptions,
+)
 
 
 def _http_url(value: str) -> bool:
@@ -36,6 +43,12 @@ class Settings(BaseSettings):
 
     # Database: an external server by URL, or the embedded one in data_dir.
     database_url: SecretStr | None = None
+    # A streaming replica of that database: fetch, recall, list, get, explore and export read there
+    # (app/engine/postgres/replica.py, docs/scaling.md#a-read-replica).
+    read_database_url: SecretStr | None = None
+    # How long a read that presents an Engram-Position waits for the replica to replay it before the
+    # primary answers it.
+    read_replica_wait_ms: int = Field(default=ReplicaOptions.wait_ms, ge=0, le=60_000)
     data_dir: Path = Field(default_factory=_default_data_dir)
     pool_size: int = Field(default=PoolOptions.size, ge=1)
     pool_overflow: int = Field(default=PoolOptions.overflow, ge=0)
@@ -143,10 +156,10 @@ class Settings(BaseSettings):
     max_turns: int = Field(default=DEFAULT_LIMITS.max_turns, ge=1)
     max_id_chars: int = Field(default=DEFAULT_LIMITS.max_id_chars, ge=1)
 
-    @field_validator("database_url", mode="before")
+    @field_validator("database_url", "read_database_url", mode="before")
     @classmethod
     def _postgresql_url(cls, value: Any) -> Any:
-        """Empty is unset (the embedded server); anything else a URL the driver can read. Refused
+        """Empty is unset (the embedded server; no replica); anything else a URL the driver can read. Refused
         here, named by its variable, rather than as a driver's traceback once the service starts."""
         text = value.get_secret_value() if isinstance(value, SecretStr) else value
         if text is None or (isinstance(text, str) and not text.strip()):
@@ -264,6 +277,7 @@ class Settings(BaseSettings):
             ),
             indexer=IndexerOptions(backlog_limit=self.vector_backlog_limit, workers=self.vector_indexers),
             undo=UndoOptions(window_s=self.forget_undo_window_s),
+            replica=ReplicaOptions(wait_ms=self.read_replica_wait_ms),
         )
 
     def api_key_list(self) -> list[str]:

@@ -453,9 +453,10 @@ def main(argv: list[str] | None = None) -> int:
     path.write_text(json.dumps(result, indent=2) + "\n")
     say(f"wrote {path}")
     if any(results_dir.glob("n*.json")):  # the page of every run: redrawn with this one
+        from bench import runs
         from bench.report import write_report
 
-        write_report(results_dir, args.out / "RESULTS.md", args.out / "latency.png")
+        write_report(runs.latest(args.out), args.out / "RESULTS.md", args.out / "latency.png")
         say(f"wrote {args.out / 'RESULTS.md'}")
     return 0
 

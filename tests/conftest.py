@@ -20,6 +20,7 @@ from app.main import create_app
 from app.settings import Settings
 from tests.support.engines import ClientFactory, truncate
 from tests.support.live import Database
+from tests.support.replica import Primary, Replica, catch_up, streaming_pair
 from tests.support.scratch import scratch
 
 # Its atexit hook logs after pytest has closed the captured streams.
@@ -50,6 +51,29 @@ def database() -> Iterator[Database]:
         db = Database(tmp)
         yield db
         db.close()
+
+
+@pytest.fixture(scope="session")
+def streaming_replica() -> Iterator[tuple[Primary, Replica]]:
+    """A primary of its own (vectors of 256 dimensions) and its streaming replica, for the run."""
+    with streaming_pair() as servers:
+        yield servers
+
+
+@pytest.fixture
+def primary(streaming_replica: tuple[Primary, Replica]) -> Primary:
+    return streaming_replica[0]
+
+
+@pytest.fixture
+def replica(streaming_replica: tuple[Primary, Replica]) -> Iterator[Replica]:
+    """The replica, streaming and caught up before the test and again after it (paused or stopped by it)."""
+    primary, standby = streaming_replica
+    catch_up(primary, standby)
+    yield standby
+    if not standby.running():
+        standby.start()
+    standby.resume_replay()
 
 
 @pytest.fixture(scope="session")

@@ -158,12 +158,13 @@ def live_server(
 
 
 def credentials(settings: dict[str, str]) -> list[str]:
-    """The API keys, and the database URL and its password, a server is given."""
+    """The API keys, and the database URLs and their passwords, a server is given."""
     found = [k.strip() for k in settings.get("ENGRAM_API_KEYS", "").split(",") if k.strip()]
-    if url := settings.get("ENGRAM_DATABASE_URL"):
-        found.append(url)
-        if password := make_url(url).password:
-            found.append(str(password))
+    for variable in ("ENGRAM_DATABASE_URL", "ENGRAM_READ_DATABASE_URL"):
+        if url := settings.get(variable):
+            found.append(url)
+            if password := make_url(url).password:
+                found.append(str(password))
     return found
 
 

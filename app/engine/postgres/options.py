@@ -92,6 +92,17 @@ class UndoOptions:
 
 
 @dataclass(frozen=True)
+class ReplicaOptions:
+    """Reads on a streaming replica (replica.py), when the engine is given one."""
+
+    wait_ms: int = 250
+    """How long a read that presents a position waits for the replica to replay it before the
+    primary answers it instead."""
+    retry_s: float = 5.0
+    """After the replica fails to answer, reads go to the primary this long before it is tried again."""
+
+
+@dataclass(frozen=True)
 class EngineOptions:
     """Everything PostgresEngine.connect is tuned by."""
 
@@ -104,5 +115,8 @@ class EngineOptions:
     sketch: SketchOptions = field(default_factory=SketchOptions)
     """Sketch ranking of selective filters."""
     indexer: IndexerOptions = field(default_factory=IndexerOptions)
-    undo: UndoOptions = field(default_factory=UndoOptions)
     """The vector indexer."""
+    undo: UndoOptions = field(default_factory=UndoOptions)
+    """The undo window of forgets."""
+    replica: ReplicaOptions = field(default_factory=ReplicaOptions)
+    """Reads on a replica (used only with one)."""

@@ -60,6 +60,7 @@ async def open_postgres_engine(settings: Settings, embedder: Embedder | None = N
             reranker=reranker,
             # The embedded server, started again should it die while the engine is open.
             supervisor=EmbeddedSupervisor(embedded, settings.data_dir) if embedded is not None else None,
+            read_url=settings.read_database_url.get_secret_value() if settings.read_database_url else None,
         )
     except BaseException:
         await embedder.aclose()  # a refused start leaves no connection to the endpoint behind
@@ -68,5 +69,9 @@ async def open_postgres_engine(settings: Settings, embedder: Embedder | None = N
         raise
     answering = answerer.name if answerer is not None else answers.MODEL
     ranking = f", re-ranking the first {reranker.depth} by {reranker.model.name}" if reranker is not None else ""
-    logger.info("database: %s, embedder: %s, answers: %s%s", schema.redacted(url), embedder.name, answering, ranking)
+    read_url = settings.read_database_url
+    reads = f", reads on {schema.redacted(read_url.get_secret_value())}" if read_url is not None else ""
+    logger.info(
+        "database: %s%s, embedder: %s, answers: %s%s", schema.redacted(url), reads, embedder.name, answering, ranking
+    )
     return engine
