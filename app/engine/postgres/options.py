@@ -92,6 +92,14 @@ class UndoOptions:
 
 
 @dataclass(frozen=True)
+class RetentionOptions:
+    """How often the sweeper erases the items whose retention expiry has passed (reads leave them
+    out from that moment: the sweep bounds how long they stay on disk); 0: never (tests)."""
+
+    sweep_every_s: float = 60.0
+
+
+@dataclass(frozen=True)
 class EngineOptions:
     """Everything PostgresEngine.connect is tuned by."""
 
@@ -104,5 +112,8 @@ class EngineOptions:
     sketch: SketchOptions = field(default_factory=SketchOptions)
     """Sketch ranking of selective filters."""
     indexer: IndexerOptions = field(default_factory=IndexerOptions)
-    undo: UndoOptions = field(default_factory=UndoOptions)
     """The vector indexer."""
+    undo: UndoOptions = field(default_factory=UndoOptions)
+    """The undo window and its sweeper."""
+    retention: RetentionOptions = field(default_factory=RetentionOptions)
+    """The sweeper of expired items."""
