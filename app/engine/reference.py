@@ -311,6 +311,8 @@ class ReferenceEngine:
                     self._erase_kept(target.ids)
             else:
                 doomed = [i for i, _ in self._admitted(target.filter, live=False)]
+                if target.purge and not target.dry_run:
+                    self._erase_kept_matching(target.filter)
             if target.dry_run:
                 return self._preview(doomed)
             return self._remove(doomed, target.purge)
@@ -332,6 +334,12 @@ class ReferenceEngine:
 
         for receipt, (when, records) in list(self._kept.items()):
             self._kept[receipt] = (when, [(i, r) for i, r in records if not erased(i, r)])
+
+    def _erase_kept_matching(self, request_filter: Filter) -> None:
+        """Drop the copies kept for undo that ``request_filter`` admits (an erasure by filter)."""
+        for receipt, (when, records) in list(self._kept.items()):
+            kept = [(i, r) for i, r in records if not request_filter.matches(r.item.type, r.item.meta)]
+            self._kept[receipt] = (when, kept)
 
     def _preview(self, doomed: list[str]) -> ForgetReport:
         live = self._live_records()

@@ -71,6 +71,7 @@ from app.engine.postgres.queries.writes import (
     plan_drop_expired,
     plan_drop_receipt,
     plan_erase_kept,
+    plan_erase_kept_filter,
     plan_forget_filter,
     plan_forget_ids,
     plan_held,
@@ -371,9 +372,10 @@ class PostgresEngine:
             return await self._delete(plan_forget_ids(target.ids, keep=keep), keep, erase)
         if target.dry_run:
             return await self._preview(plan_preview_filter(filter_predicate(target.filter)))
-        # The expired items the filter admits go too (_delete).
+        # The expired items the filter admits go too (_delete), and an erasure reaches the copies kept for undo.
         pred = filter_predicate(target.filter, live=False)
-        return await self._delete(plan_forget_filter(pred, keep), keep)
+        erase = plan_erase_kept_filter(pred) if target.purge else None
+        return await self._delete(plan_forget_filter(pred, keep), keep, erase)
 
     async def forget_within(
         self, ids: list[str], reach: Reach, *, dry_run: bool = False, purge: bool = False

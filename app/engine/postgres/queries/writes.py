@@ -176,6 +176,27 @@ def plan_erase_kept(ids: Sequence[str], pred: Predicate | None = None) -> Statem
     return Statement.bind(f"DELETE FROM engram_forgotten i WHERE {where}", params)
 
 
+# engram_forgotten's rows with the columns of engram_items a filter reads (filters.py), taken from
+# the item kept: its meta is the row's meta (rows.item_row writes both from one dump).
+_KEPT_AS_ITEMS = """
+    SELECT f.receipt, f.id, f.namespace, f.item->'meta' AS meta, f.item->>'type' AS kind,
+           f.item->'meta'->'source'->>'kind' AS source_kind,
+           ARRAY(SELECT jsonb_array_elements_text(coalesce(f.item->'meta'->'tags', '[]'))) AS tags,
+           CAST(f.item->'meta'->>'observed_at' AS timestamptz) AS observed_at
+    FROM engram_forgotten f
+"""
+
+
+def plan_erase_kept_filter(pred: Predicate) -> Statement:
+    """Drop the copies held for the undo window that ``pred`` (a filter, without ``live``) admits:
+    an erasure by filter reaches what earlier forgets kept, as it reaches the items."""
+    sql = f"""
+        DELETE FROM engram_forgotten k USING ({_KEPT_AS_ITEMS}) AS i
+        WHERE k.receipt = i.receipt AND k.id = i.id AND {pred.sql()}
+    """
+    return Statement.bind(sql, pred.params)
+
+
 def plan_kept(receipt: str, window_s: float) -> Statement:
     """What a receipt kept, while the window holds it, in the order the items were stored."""
     sql = """
