@@ -317,7 +317,7 @@ def _keys(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _retention(args: argparse.Namespace, settings: Settings) -> int:
-    from app.contract.retention import NamespaceRequest, RetentionList, RetentionPolicy, RetentionRequest
+    from app.contract.retention import RetentionList, RetentionPolicy, RetentionRequest, RetentionTarget
     from app.engine.postgres.service import open_postgres_engine
 
     def line(policy: RetentionPolicy) -> str:
@@ -341,7 +341,7 @@ def _retention(args: argparse.Namespace, settings: Settings) -> int:
                 )
                 done = await engine.retention.set(request)
             else:
-                target = _validated(NamespaceRequest, {"namespace": args.namespace, "dry_run": args.dry_run})
+                target = _validated(RetentionTarget, {"namespace": args.namespace, "dry_run": args.dry_run})
                 done = await getattr(engine.retention, args.retention_command)(target)
         finally:
             await engine.close()

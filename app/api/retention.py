@@ -15,7 +15,7 @@ from app.api.routes import answer, documented
 from app.contract.access import Access
 from app.contract.errors import Forbidden, quoted
 from app.contract.namespaces import Namespace
-from app.contract.retention import NamespaceRequest, RetentionList, RetentionReport, RetentionRequest
+from app.contract.retention import RetentionList, RetentionReport, RetentionRequest, RetentionTarget
 from app.engine.retention import RetentionStore
 
 
@@ -63,7 +63,7 @@ async def set_retention(body: RetentionRequest, retention: Manager) -> Response:
 
 
 @router.post("/clear", response_model=RetentionReport, operation_id="clear_retention", responses=CHANGE_ERRORS)
-async def clear_retention(body: NamespaceRequest, retention: Manager) -> Response:
+async def clear_retention(body: RetentionTarget, retention: Manager) -> Response:
     """Remove the time to live set at a namespace: its items follow the policy above it, if any."""
     request = body.checked()
     retention.check(request.namespace)
@@ -71,7 +71,7 @@ async def clear_retention(body: NamespaceRequest, retention: Manager) -> Respons
 
 
 @router.post("/hold", response_model=RetentionReport, operation_id="hold_retention", responses=ERRORS)
-async def hold_retention(body: NamespaceRequest, retention: Manager) -> Response:
+async def hold_retention(body: RetentionTarget, retention: Manager) -> Response:
     """Place a legal hold at a namespace: no item at it or below expires while the hold stands."""
     request = body.checked()
     retention.check(request.namespace)
@@ -79,7 +79,7 @@ async def hold_retention(body: NamespaceRequest, retention: Manager) -> Response
 
 
 @router.post("/release", response_model=RetentionReport, operation_id="release_retention", responses=CHANGE_ERRORS)
-async def release_retention(body: NamespaceRequest, retention: Manager) -> Response:
+async def release_retention(body: RetentionTarget, retention: Manager) -> Response:
     """Lift the legal hold at a namespace: its items expire again as their policies say."""
     request = body.checked()
     retention.check(request.namespace)

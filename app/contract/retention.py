@@ -108,14 +108,14 @@ class RetentionRequest(Closed):
         return self.model_copy(update={"namespace": _namespace(self.namespace), "ttl": Ttl.parse(self.ttl).text})
 
 
-class NamespaceRequest(Closed):
-    """Clear the policy at ``namespace``, or place or release its legal hold."""
+class RetentionTarget(Closed):
+    """The namespace whose ttl is cleared, or whose legal hold is placed or released."""
 
     namespace: str
     dry_run: bool = False
     """Change nothing: answer how many items the change would expire at once (``would_expire``)."""
 
-    def checked(self) -> NamespaceRequest:
+    def checked(self) -> RetentionTarget:
         return self.model_copy(update={"namespace": _namespace(self.namespace)})
 
 

@@ -13,7 +13,7 @@ from typing import Protocol
 
 from app.contract.errors import NotFound, quoted
 from app.contract.namespaces import Namespace
-from app.contract.retention import NamespaceRequest, RetentionPolicy, RetentionReport, RetentionRequest
+from app.contract.retention import RetentionPolicy, RetentionReport, RetentionRequest, RetentionTarget
 
 
 class RetentionStore(Protocol):
@@ -25,13 +25,13 @@ class RetentionStore(Protocol):
         """The ttl of the items at ``namespace`` and below (a deeper policy keeps its own)."""
         ...
 
-    async def clear(self, request: NamespaceRequest) -> RetentionReport: ...
+    async def clear(self, request: RetentionTarget) -> RetentionReport: ...
 
-    async def hold(self, request: NamespaceRequest) -> RetentionReport:
+    async def hold(self, request: RetentionTarget) -> RetentionReport:
         """A legal hold: no item at ``namespace`` or below expires while it stands."""
         ...
 
-    async def release(self, request: NamespaceRequest) -> RetentionReport: ...
+    async def release(self, request: RetentionTarget) -> RetentionReport: ...
 
 
 def no_ttl(namespace: str) -> NotFound:
@@ -71,19 +71,19 @@ class MemoryRetention:
         before = self._held.get(request.namespace)
         return self._change(request.namespace, ttl=request.ttl, hold=bool(before and before.hold), dry=request.dry_run)
 
-    async def clear(self, request: NamespaceRequest) -> RetentionReport:
+    async def clear(self, request: RetentionTarget) -> RetentionReport:
         request = request.checked()
         before = self._held.get(request.namespace)
         if before is None or before.ttl is None:
             raise no_ttl(request.namespace)
         return self._change(request.namespace, ttl=None, hold=before.hold, dry=request.dry_run)
 
-    async def hold(self, request: NamespaceRequest) -> RetentionReport:
+    async def hold(self, request: RetentionTarget) -> RetentionReport:
         request = request.checked()
         before = self._held.get(request.namespace)
         return self._change(request.namespace, ttl=before.ttl if before else None, hold=True, dry=request.dry_run)
 
-    async def release(self, request: NamespaceRequest) -> RetentionReport:
+    async def release(self, request: RetentionTarget) -> RetentionReport:
         request = request.checked()
         before = self._held.get(request.namespace)
         if before is None or not before.hold:

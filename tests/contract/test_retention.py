@@ -8,7 +8,7 @@ import pytest
 
 from app.contract.errors import InvalidRequest
 from app.contract.namespaces import Namespace
-from app.contract.retention import NamespaceRequest, RetentionPolicy, RetentionRequest, Ttl, governing
+from app.contract.retention import RetentionPolicy, RetentionRequest, RetentionTarget, Ttl, governing
 
 NOW = datetime(2026, 1, 31, 12, 0, tzinfo=UTC)
 
@@ -62,7 +62,7 @@ def test_requests_print_their_namespace_and_ttl_canonically() -> None:
         "ttl": "P30D",
         "dry_run": False,
     }
-    assert NamespaceRequest(namespace="").checked().namespace == "root"
+    assert RetentionTarget(namespace="").checked().namespace == "root"
     with pytest.raises(InvalidRequest, match="namespace segment"):
         RetentionRequest(namespace="nope", ttl="P1D").checked()
 

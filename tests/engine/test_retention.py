@@ -20,7 +20,7 @@ from app.contract.requests import (
     GetRequest,
     RecallRequest,
 )
-from app.contract.retention import NamespaceRequest, RetentionRequest
+from app.contract.retention import RetentionRequest, RetentionTarget
 from app.contract.transfer import ExportRequest
 from app.engine.transfer import export_lines
 from tests.engine.test_contract_rules import all_ids, learning
@@ -100,7 +100,7 @@ async def test_a_deeper_policy_overrides_the_one_above(engine: Any, ids: list[st
     assert [h.id for h in await engine.get(GetRequest(ids=[old, old_writer]))] == [old_writer]
     shorter = await engine.retention.set(RetentionRequest(namespace=WRITER, ttl="P1D"))
     assert shorter.expired == 1 and not await engine.get(GetRequest(ids=[old_writer]))
-    cleared = await engine.retention.clear(NamespaceRequest(namespace=WRITER))
+    cleared = await engine.retention.clear(RetentionTarget(namespace=WRITER))
     assert cleared.policy is None and not await engine.get(GetRequest(ids=[old_writer])), "the one above again"
     assert [p.namespace for p in await engine.retention.list()] == [ACME]
 
@@ -112,7 +112,7 @@ async def test_a_hold_suspends_every_expiry_beneath_it_and_its_release_restores_
     await engine.retention.set(RetentionRequest(namespace="root", ttl="P7D"))
     await engine.retention.set(RetentionRequest(namespace=WRITER, ttl="P1D"))
     assert [h.id for h in await engine.get(GetRequest(ids=ids))] == [new]
-    held = await engine.retention.hold(NamespaceRequest(namespace=ACME))
+    held = await engine.retention.hold(RetentionTarget(namespace=ACME))
     assert held.expired == 0 and held.policy.hold and held.policy.ttl is None
     assert [h.id for h in await engine.get(GetRequest(ids=ids))] == [old, old_writer, new]
     assert elsewhere not in await all_ids(engine), "a hold reaches only beneath it"
@@ -122,13 +122,13 @@ async def test_a_hold_suspends_every_expiry_beneath_it_and_its_release_restores_
         (ACME, None, True),
         (WRITER, "P1D", False),
     ]
-    released = await engine.retention.release(NamespaceRequest(namespace=ACME))
+    released = await engine.retention.release(RetentionTarget(namespace=ACME))
     assert released.expired == 2 and released.policy is None
     assert [h.id for h in await engine.get(GetRequest(ids=ids))] == [new]
     with pytest.raises(NotFound, match="no legal hold stands at namespace 'team:acme'"):
-        await engine.retention.release(NamespaceRequest(namespace=ACME))
+        await engine.retention.release(RetentionTarget(namespace=ACME))
     with pytest.raises(NotFound, match="no ttl is set at namespace 'user:bob'"):
-        await engine.retention.clear(NamespaceRequest(namespace="user:bob"))
+        await engine.retention.clear(RetentionTarget(namespace="user:bob"))
 
 
 @pytest.mark.parametrize("ttl", ["30 days", "P", "P1.5D", "-P1D", "P0D", "P2000Y"])
@@ -146,7 +146,7 @@ async def test_a_dry_run_says_what_would_expire_and_changes_nothing(engine: Any,
     assert (preview.expired, preview.would_expire, preview.policy.ttl) == (0, 3, "P30D")
     assert await engine.retention.list() == [] and len(await all_ids(engine)) == 4
     await engine.retention.set(RetentionRequest(namespace="root", ttl="P30D"))
-    hold = await engine.retention.hold(NamespaceRequest(namespace="root", dry_run=True))
+    hold = await engine.retention.hold(RetentionTarget(namespace="root", dry_run=True))
     assert hold.would_expire == 0 and not (await engine.retention.list())[0].hold
 
 
@@ -157,7 +157,7 @@ async def test_forget_reaches_the_expired_but_counts_and_keeps_only_the_live(eng
     assert preview.would_forget == 2
     report = await engine.forget(ForgetByFilter(filter=Filter(reach=Reach(at=ACME, inherit=False))))
     assert report.forgotten == 1
-    await engine.retention.clear(NamespaceRequest(namespace=ACME))
+    await engine.retention.clear(RetentionTarget(namespace=ACME))
     assert old not in await all_ids(engine), "forgotten with the rest, though no read saw it"
     restored = await engine.restore(report.receipt)
     assert restored.restored == 1 and new in await all_ids(engine) and old not in await all_ids(engine)
@@ -167,5 +167,5 @@ async def test_the_sweeper_erases_what_has_expired(engine: Any, ids: list[str]) 
     await engine.retention.set(RetentionRequest(namespace=ACME, ttl="P30D"))
     assert await engine.sweep_expired() == 2
     assert await engine.sweep_expired() == 0
-    await engine.retention.clear(NamespaceRequest(namespace=ACME))
+    await engine.retention.clear(RetentionTarget(namespace=ACME))
     assert sorted(await all_ids(engine)) == sorted(ids[2:]), "erased: clearing the policy brings nothing back"

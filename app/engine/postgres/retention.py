@@ -13,7 +13,7 @@ import asyncpg
 
 from app.contract.errors import NotFound
 from app.contract.namespaces import Namespace
-from app.contract.retention import NamespaceRequest, RetentionPolicy, RetentionReport, RetentionRequest, Ttl
+from app.contract.retention import RetentionPolicy, RetentionReport, RetentionRequest, RetentionTarget, Ttl
 from app.engine.postgres.errors import database_errors
 from app.engine.postgres.indexer import Acquire
 from app.engine.postgres.pool import execute, fetch
@@ -58,17 +58,17 @@ class PostgresRetention:
         namespace = Namespace.parse(request.namespace)
         return await self._change(namespace, plan_set_ttl(namespace, Ttl.parse(request.ttl)), request.dry_run)
 
-    async def clear(self, request: NamespaceRequest) -> RetentionReport:
+    async def clear(self, request: RetentionTarget) -> RetentionReport:
         request = request.checked()
         namespace = Namespace.parse(request.namespace)
         return await self._change(namespace, plan_clear_ttl(namespace), request.dry_run, missing=no_ttl)
 
-    async def hold(self, request: NamespaceRequest) -> RetentionReport:
+    async def hold(self, request: RetentionTarget) -> RetentionReport:
         request = request.checked()
         namespace = Namespace.parse(request.namespace)
         return await self._change(namespace, plan_hold(namespace), request.dry_run)
 
-    async def release(self, request: NamespaceRequest) -> RetentionReport:
+    async def release(self, request: RetentionTarget) -> RetentionReport:
         request = request.checked()
         namespace = Namespace.parse(request.namespace)
         return await self._change(namespace, plan_release(namespace), request.dry_run, missing=no_hold)
