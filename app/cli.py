@@ -1,4 +1,4 @@
-"""The ``engram`` command: serve, mcp, migrate, keys, export, import, openapi, reembed, eval, conformance."""
+"""The ``engram`` command: serve, mcp, migrate, keys, retention, export, import, openapi, reembed, eval, conformance."""
 
 from __future__ import annotations
 
@@ -317,6 +317,49 @@ def _keys(args: argparse.Namespace, settings: Settings) -> int:
         raise InvalidRequest(problems) from None
 
 
+def _retention(args: argparse.Namespace, settings: Settings) -> int:
+    from app.contract.retention import RetentionList, RetentionPolicy, RetentionRequest, RetentionTarget
+    from app.engine.postgres.service import open_postgres_engine
+
+    def line(policy: RetentionPolicy) -> str:
+        held = "  legal hold" if policy.hold else ""
+        return f"{policy.namespace}  ttl {policy.ttl or '-'}{held}  since {format_instant(policy.updated_at)}"
+
+    async def run() -> int:
+        logging.getLogger("engram").setLevel(logging.WARNING)  # the output is the policies, not how they were reached
+        engine = await open_postgres_engine(settings)
+        try:
+            if args.retention_command == "list":
+                held = await engine.retention.list()
+                if args.json:
+                    print(wire_json(RetentionList(policies=held)))
+                for policy in [] if args.json else held:
+                    print(line(policy))
+                return 0
+            if args.retention_command == "set":
+                request = _validated(
+                    RetentionRequest, {"namespace": args.namespace, "ttl": args.ttl, "dry_run": args.dry_run}
+                )
+                done = await engine.retention.set(request)
+            else:
+                target = _validated(RetentionTarget, {"namespace": args.namespace, "dry_run": args.dry_run})
+                done = await getattr(engine.retention, args.retention_command)(target)
+        finally:
+            await engine.close()
+        if args.json:
+            print(wire_json(done))
+            return 0
+        if done.policy is not None:
+            print(line(done.policy))
+        if done.would_expire is not None:
+            print(f"engram: dry run: {done.would_expire} items would expire at once; nothing changed", file=sys.stderr)
+        else:
+            print(f"engram: {done.expired} items expired at once", file=sys.stderr)
+        return 0
+
+    return asyncio.run(run())
+
+
 def _mcp(args: argparse.Namespace, settings: Settings) -> int:
     from app.mcp.stdio import KEY_ENV, serve_stdio
 
@@ -542,6 +585,27 @@ def build_parser() -> argparse.ArgumentParser:
     listing.add_argument("--json", action="store_true")
     revoke = key_commands.add_parser("revoke", help="revoke a key: refused on every replica within a second")
     revoke.add_argument("id")
+    retention = commands.add_parser(
+        "retention",
+        help="time-to-live policies and legal holds per namespace (docs/lifecycle.md#retention)",
+    )
+    retention.set_defaults(run=_retention)
+    retention_commands = retention.add_subparsers(dest="retention_command", required=True)
+    retention_list = retention_commands.add_parser("list", help="every namespace with a ttl or a legal hold")
+    retention_list.add_argument("--json", action="store_true")
+    changes = {
+        "set": "the ttl of the items at NAMESPACE and below (a deeper policy keeps its own)",
+        "clear": "remove the ttl set at NAMESPACE: its items follow the policy above, if any",
+        "hold": "a legal hold at NAMESPACE: nothing at it or below expires while it stands",
+        "release": "lift the legal hold at NAMESPACE",
+    }
+    for name, help_text in changes.items():
+        change = retention_commands.add_parser(name, help=help_text)
+        change.add_argument("namespace", help="such as team:acme/agent:writer, or root")
+        if name == "set":
+            change.add_argument("ttl", help="an ISO-8601 duration, such as P30D, PT12H or P1Y6M")
+        change.add_argument("--dry-run", action="store_true", help="change nothing; say what would expire at once")
+        change.add_argument("--json", action="store_true", help="print the answer as JSON, as the API gives it")
     reembed = commands.add_parser("reembed", help="re-embed every item with the configured embedder")
     reembed.add_argument("--batch-size", type=int, default=256)
     reembed.set_defaults(run=_reembed)

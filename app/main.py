@@ -14,7 +14,7 @@ from fastapi.routing import APIRoute
 from starlette.routing import Route
 
 from app import __version__
-from app.api import errors, keys, metrics, positions, transfer
+from app.api import errors, keys, metrics, positions, retention, transfer
 from app.api.observer import Observer
 from app.api.openapi import build_openapi
 from app.api.perimeter import Perimeter
@@ -65,7 +65,7 @@ def create_app(settings: Settings | None = None, engine_factory: EngineFactory =
         # A route spelled with a trailing slash does not exist: a 404 envelope, not a bodiless 307 (contract §7).
         redirect_slashes=False,
     )
-    routers = (router, keys.router, transfer.router, metrics.router)
+    routers = (router, keys.router, retention.router, transfer.router, metrics.router)
     for included in routers:
         app.include_router(included)
     # The MCP tools (docs/mcp.md), behind the same perimeter; the OpenAPI document describes the REST routes only.

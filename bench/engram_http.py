@@ -10,6 +10,7 @@ p50 3.4 ms with httpx, 1.2 with aiohttp, 0.9 with a bare socket; keyword p50 22.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -66,6 +67,19 @@ class EngramHttp:
 
     async def explore_tags(self, limit: int = 20) -> dict[str, Any]:
         return dict(await self._post("/v1/explore", {"facet": "tag", "limit": limit}))
+
+    async def export_to(self, path: Path, *, include_vectors: bool = True, timeout_s: float = 3600) -> int:
+        """``POST /v1/export`` streamed into ``path``; the bytes written."""
+        body = orjson.dumps({"include_vectors": include_vectors})
+        timeout = aiohttp.ClientTimeout(total=timeout_s)
+        written = 0
+        async with self._session.post("/v1/export", data=body, headers=JSON, timeout=timeout) as response:
+            if response.status >= 300:
+                raise RuntimeError(f"POST /v1/export answered {response.status}: {(await response.read())[:300]!r}")
+            with path.open("wb") as out:
+                async for chunk in response.content.iter_chunked(1 << 20):
+                    written += out.write(chunk)
+        return written
 
     async def floor(self) -> int:
         """``GET /v1/engine``: the perimeter, routing and JSON, no database: the HTTP floor."""

@@ -30,6 +30,7 @@ from bench import rawsql
 from bench.corpus import CorpusItem, QuerySet, build_corpus, build_queries
 from bench.engram_http import EngramHttp, http_session
 from bench.equal_recall import LADDER, QUICK_LADDER, equal_recall_case
+from bench.importing import import_case
 from bench.langgraph_store import LangGraphStore, open_store
 from bench.proposals import measure_proposals
 from bench.rawsql import RawSql
@@ -641,6 +642,13 @@ async def measured_run(
                             clock.lap("ingest")
                             result["encoder"]["texts"] = await encoder_texts(encoder, corpus)
                             clock.lap("encoder texts")
+                            imported = await import_case(http, database, work, embedder_setting, n)
+                            result["engram"]["import"] = imported
+                            say(
+                                f"engram import: {imported['items']} items in {imported['seconds']:.1f} s "
+                                f"({imported['rate']:.0f} items/s; store_many {result['engram']['ingest']['rate']:.0f})"
+                            )
+                            clock.lap("import")
                             settled = await settle(list(urls.values()))
                             say(f"databases vacuumed, analyzed and checkpointed in {settled:.1f} s")
                             result["settle_s"] = round(settled, 1)

@@ -95,6 +95,14 @@ class Access:
         writes = reach.model_copy(update={"inherit": False})
         return self.reach.covers(reach) and (role == "read" or self.writable is None or self.writable.covers(writes))
 
+    def governs(self, namespace: Namespace) -> bool:
+        """Whether this key may set retention at ``namespace``: an admin that writes everywhere a
+        policy or hold there rules (the namespace and its whole subtree)."""
+        if not self.allows("admin"):
+            return False
+        subtree = Reach(at=str(namespace), inherit=False, descendants=True)
+        return self.writable is None or self.writable.covers(subtree)
+
     def narrowed(self, request_filter: Filter, within: Reach | None = None) -> Filter:
         """The filter as this caller may read it: the key's reach (or ``within``, narrower) beside the request's."""
         if self.reach is None:

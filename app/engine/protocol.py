@@ -26,6 +26,7 @@ from app.contract.requests import (
 )
 from app.contract.transfer import ExportPage, ExportRequest, GivenVector
 from app.engine.keys import KeyStore
+from app.engine.retention import RetentionStore
 
 
 class MemoryEngine(Protocol):
@@ -33,6 +34,9 @@ class MemoryEngine(Protocol):
 
     keys: KeyStore
     """The API keys held beside the items."""
+
+    retention: RetentionStore
+    """The retention policies and legal holds the items are kept under."""
 
     @property
     def descriptor(self) -> EngineDescriptor: ...

@@ -14,6 +14,7 @@ import secrets
 import time
 from collections import Counter
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 import numpy as np
 
@@ -47,6 +48,7 @@ from app.contract.requests import (
     StoreManyRequest,
     StoreReceipt,
 )
+from app.contract.retention import RetentionPolicy, governing
 from app.contract.transfer import ExportPage, ExportRequest, ExportRow, GivenVector, kept_vectors
 from app.embeddings.protocol import Embedder
 from app.engine import answers
@@ -57,6 +59,7 @@ from app.engine.grounded import GroundedAnswerer
 from app.engine.keys import MemoryKeys
 from app.engine.keywords import MAX_TERMS, STOP_WORDS, WORD, KeywordQuery, stem
 from app.engine.receipts import new_receipt
+from app.engine.retention import MemoryRetention
 
 
 @dataclass
@@ -65,6 +68,17 @@ class _Record:
     item: StoredItem
     text: str
     vector: list[float]
+    stored_at: datetime
+
+    def expires_at(self, policies: list[RetentionPolicy]) -> datetime | None:
+        """When retention expires the item (app/contract/retention.py): from its observation time,
+        else from when it was stored; None: never."""
+        meta = self.item.meta
+        return governing(meta.namespace_node, policies).expiry(meta.observed_at or self.stored_at)
+
+    def live(self, policies: list[RetentionPolicy], now: datetime) -> bool:
+        expiry = self.expires_at(policies) if policies else None
+        return expiry is None or expiry > now
 
     def hit(self, item_id: str, score: float) -> Hit:
         return Hit(
@@ -120,6 +134,7 @@ class ReferenceEngine:
         self._lock = asyncio.Lock()
         self._cursors = CursorCodec(secrets.token_bytes(32))
         self.keys = MemoryKeys()
+        self.retention = MemoryRetention(self._expiring)
         self._descriptor = EngineDescriptor(
             id="reference",
             label="Reference (in memory)",
@@ -158,7 +173,7 @@ class ReferenceEngine:
         given = given or {}
         async with self._lock:
             threads = [thread_of(item) for item in checked]
-            in_order = sorted(self._records.values(), key=lambda r: r.seq)
+            in_order = sorted(self._live_records().values(), key=lambda r: r.seq)
             latest: dict[ThreadKey, list[str]] = {}
             for record in in_order:
                 if thread := thread_of(record.item):
@@ -167,17 +182,40 @@ class ReferenceEngine:
             made = (await self._embedder.embed(embedded)).tolist()
             vectors = [list(map(float, given[p])) if p in given else made[p] for p in range(len(checked))]
             receipts = []
+            live = self._live_records()
+            now = datetime.now(UTC)
             for item, vector in zip(checked, vectors, strict=True):
                 item_id = item.fingerprint()
-                replayed = item_id in self._records
+                # An expired copy is stored anew, as it would be once the sweeper had erased it.
+                replayed = item_id in live
                 if not replayed:
                     self._seq += 1
-                    self._records[item_id] = _Record(self._seq, item, item.render_text(), vector)
+                    self._records[item_id] = live[item_id] = _Record(self._seq, item, item.render_text(), vector, now)
                 receipts.append(StoreReceipt(id=item_id, replayed=replayed))
             return receipts
 
-    def _admitted(self, request_filter: Filter) -> list[tuple[str, _Record]]:
-        rows = [(i, r) for i, r in self._records.items() if request_filter.matches(r.item.type, r.item.meta)]
+    def _live_records(self) -> dict[str, _Record]:
+        """The records no retention policy has expired: every read sees only these."""
+        policies, now = self.retention.policies, datetime.now(UTC)
+        return {i: r for i, r in self._records.items() if r.live(policies, now)}
+
+    def _expiring(self, before: list[RetentionPolicy], after: list[RetentionPolicy]) -> int:
+        """How many live records a change of the policies from ``before`` to ``after`` expires."""
+        now = datetime.now(UTC)
+        return sum(r.live(before, now) and not r.live(after, now) for r in self._records.values())
+
+    async def sweep_expired(self) -> int:
+        """Erase the records whose retention expiry has passed; how many."""
+        async with self._lock:
+            gone = [i for i in self._records if i not in self._live_records()]
+            for item_id in gone:
+                del self._records[item_id]
+            return len(gone)
+
+    def _admitted(self, request_filter: Filter, *, live: bool = True) -> list[tuple[str, _Record]]:
+        """What the filter admits, in the order stored: of the live records, or of all with ``live`` False."""
+        records = self._live_records() if live else self._records
+        rows = [(i, r) for i, r in records.items() if request_filter.matches(r.item.type, r.item.meta)]
         return sorted(rows, key=lambda row: row[1].seq)
 
     async def fetch(self, request: FetchRequest) -> FetchPage:
@@ -254,8 +292,9 @@ class ReferenceEngine:
     async def get(self, request: GetRequest) -> list[Hit]:
         request = request.checked(self._limits)
         hits = []
+        live = self._live_records()
         for item_id in dict.fromkeys(request.ids):
-            record = self._records.get(item_id)
+            record = live.get(item_id)
             if record is None:
                 continue
             if request.reach is not None and not request.reach.admits(record.item.meta.namespace_node):
@@ -271,13 +310,18 @@ class ReferenceEngine:
                 if target.purge and not target.dry_run:
                     self._erase_kept(target.ids)
             else:
-                doomed = [i for i, _ in self._admitted(target.filter)]
+                doomed = [i for i, _ in self._admitted(target.filter, live=False)]
+                if target.purge and not target.dry_run:
+                    self._erase_kept_matching(target.filter)
             if target.dry_run:
                 return self._preview(doomed)
             return self._remove(doomed, target.purge)
 
     def _remove(self, doomed: list[str], purge: bool) -> ForgetReport:
+        """Remove ``doomed``; the expired among them are neither kept for undo nor counted."""
+        live = self._live_records()
         removed = [(item_id, self._records.pop(item_id)) for item_id in doomed]
+        removed = [(item_id, record) for item_id, record in removed if item_id in live]
         if purge or self._undo_window_s <= 0 or not removed:
             return ForgetReport(forgotten=len(removed))
         receipt = new_receipt()
@@ -291,7 +335,15 @@ class ReferenceEngine:
         for receipt, (when, records) in list(self._kept.items()):
             self._kept[receipt] = (when, [(i, r) for i, r in records if not erased(i, r)])
 
+    def _erase_kept_matching(self, request_filter: Filter) -> None:
+        """Drop the copies kept for undo that ``request_filter`` admits (an erasure by filter)."""
+        for receipt, (when, records) in list(self._kept.items()):
+            kept = [(i, r) for i, r in records if not request_filter.matches(r.item.type, r.item.meta)]
+            self._kept[receipt] = (when, kept)
+
     def _preview(self, doomed: list[str]) -> ForgetReport:
+        live = self._live_records()
+        doomed = [item_id for item_id in doomed if item_id in live]
         first = sorted(doomed, key=lambda item_id: self._records[item_id].seq)[:PREVIEW_IDS]
         return ForgetReport(forgotten=0, would_forget=len(doomed), first_ids=first)
 

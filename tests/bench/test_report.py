@@ -121,6 +121,18 @@ def test_a_transformer_is_judged_against_the_encoder_alone_and_langgraph_at_par(
     assert smoke["ingest ≥ 0.85× the encoder alone (judged for a transformer at 10k)"] is None
 
 
+def test_an_import_is_judged_against_store_many_ingest_in_the_same_run() -> None:
+    rates = {"engram": 400.0, "raw": 410.0, "langgraph": 200.0, "encoder": 7000.0}
+    run = run_with("wordllama", 10_000, rates, 2.0, 0.05)
+    rows = {t: (m, ok) for t, m, ok in targets(run, [])}
+    assert "import ≥ 1.0× store_many ingest" not in rows, "a run without the import case"
+    run["engram"]["import"] = {"rate": 480.0}
+    rows = {t: (m, ok) for t, m, ok in targets(run, [])}
+    assert rows["import ≥ 1.0× store_many ingest"] == ("1.20× (480 of 400 items/s)", True)
+    run["engram"]["import"] = {"rate": 380.0}
+    assert dict((t, ok) for t, _, ok in targets(run, []))["import ≥ 1.0× store_many ingest"] is False
+
+
 def test_embedders_compared_keyword_unchanged_vector_within_the_query_encoding() -> None:
     rates = {"engram": 1.0, "raw": 1.0, "langgraph": 1.0, "encoder": 1.0}
     before = run_with("wordllama", 10_000, rates, 2.0, 0.05)

@@ -64,6 +64,16 @@ async def test_a_purge_cannot_be_undone_and_erases_kept_copies(engine: Any, stor
     assert stored[0] not in await all_ids(engine) and stored[1] not in await all_ids(engine)
 
 
+async def test_an_erasure_by_filter_reaches_the_copies_kept_for_undo(engine: Any, stored: list[str]) -> None:
+    styled = await engine.forget(ForgetByIds(ids=[stored[0]]))  # tagged style, kept for undo
+    rust = await engine.forget(ForgetByIds(ids=[stored[2]]))  # tagged rust and lang
+    purged = await engine.forget(ForgetByFilter(filter=Filter(tags_any=["style", "ops"]), purge=True))
+    assert purged.forgotten == 1 and purged.receipt is None, "only the item still held counts"
+    with pytest.raises(NotFound):
+        await engine.restore(styled.receipt)  # its only item matched the erasure
+    assert (await engine.restore(rust.receipt)).restored == 1, "a copy the filter does not admit stays"
+
+
 async def test_a_bad_receipt_is_refused(engine: Any) -> None:
     with pytest.raises(InvalidRequest):
         await engine.restore("  ")
@@ -112,6 +122,24 @@ async def test_after_a_purge_no_table_holds_the_text_or_the_vector(pg_engine: Po
         assert not held, f"{table} still holds the erased item"
     with pytest.raises(NotFound):
         await pg_engine.restore(kept.receipt)
+
+
+async def test_after_a_purge_by_filter_no_table_holds_the_text_or_the_vector(pg_engine: PostgresEngine) -> None:
+    secret = "the locker code is 2718"
+    [receipt] = await pg_engine.store_many([CORPUS[0].model_copy(update={"text": secret})])
+    await pg_engine.finish_indexing()
+    await pg_engine.forget(ForgetByIds(ids=[receipt.id]))  # in the undo window first
+    report = await pg_engine.forget(ForgetByFilter(filter=Filter(tags_any=["style"]), purge=True))
+    assert report.forgotten == 0
+    tables = [
+        row["relname"]
+        for row in await pg_engine.run(
+            Statement("SELECT relname FROM pg_class WHERE relkind = 'r' AND relname LIKE 'engram_%'")
+        )
+    ]
+    for table in tables:
+        rows = await pg_engine.run(Statement(f"SELECT t::text AS row FROM {table} t"))
+        assert not [row for row in rows if secret in row["row"] or receipt.id in row["row"]], table
 
 
 async def test_the_sweeper_drops_what_the_window_no_longer_holds(

@@ -12,9 +12,9 @@ ClientFactory = Callable[..., Any]
 
 
 async def truncate(engine: PostgresEngine) -> None:
-    """Every item, vector, sketch and key gone: a clean store for the next test, its schema kept."""
+    """Every item, vector, sketch, key and retention policy gone: a clean store for the next test, its schema kept."""
     async with engine.connection() as connection:
         await connection.execute(
             "TRUNCATE engram_items, engram_vector_backlog, engram_embeddings, engram_sketch_postings, engram_keys,"
-            " engram_forgotten"
+            " engram_forgotten, engram_retention"
         )

@@ -63,12 +63,15 @@ from app.engine.postgres.pool import Pools, PoolUsage, execute, fetch, fetchval
 from app.engine.postgres.queries.facets import folds_facet, plan_explore
 from app.engine.postgres.queries.listing import plan_get, plan_list
 from app.engine.postgres.queries.statement import Statement
+from app.engine.postgres.queries.sweeps import SWEEP_BATCH, plan_sweep_expired, plan_sweep_forgotten
 from app.engine.postgres.queries.transfer import plan_export
 from app.engine.postgres.queries.writes import (
     ItemRow,
     Keep,
+    plan_drop_expired,
     plan_drop_receipt,
     plan_erase_kept,
+    plan_erase_kept_filter,
     plan_forget_filter,
     plan_forget_ids,
     plan_held,
@@ -82,10 +85,11 @@ from app.engine.postgres.queries.writes import (
 )
 from app.engine.postgres.ranking import Rankings
 from app.engine.postgres.replica import ReadRouter
+from app.engine.postgres.retention import PostgresRetention
 from app.engine.postgres.rows import hit_of, item_row
 from app.engine.postgres.schema import driver_url, ensure_current
 from app.engine.postgres.supervisor import EmbeddedSupervisor
-from app.engine.postgres.undo import UndoSweeper
+from app.engine.postgres.sweeper import Sweeper
 from app.engine.receipts import new_receipt
 from app.engine.reranking import Reranker
 from app.telemetry.metrics import ITEMS_FORGOTTEN, ITEMS_STORED
@@ -129,8 +133,16 @@ class PostgresEngine:
         self._owns_embedder = owns_embedder
         self._indexer = VectorIndexer(self.connection, workers=self._options.indexer.workers)
         self._facets = FacetFolder(self.connection)
-        self._undo = UndoSweeper(
-            self.connection, window_s=self._options.undo.window_s, every_s=self._options.undo.sweep_every_s
+        undo, retention = self._options.undo, self._options.retention
+        self._undo = Sweeper(
+            self.connection,
+            lambda: plan_sweep_forgotten(undo.window_s),
+            batch=SWEEP_BATCH,
+            every_s=undo.sweep_every_s,
+            name="undo window",
+        )
+        self._expired = Sweeper(
+            self.connection, plan_sweep_expired, batch=SWEEP_BATCH, every_s=retention.sweep_every_s, name="retention"
         )
         self._backlog_limit = self._options.indexer.backlog_limit
         self._rankings = Rankings(
@@ -140,6 +152,7 @@ class PostgresEngine:
         self._limits = limits
         self._cursors = CursorCodec(cursor_secret)
         self.keys = PostgresKeys(self.run)
+        self.retention = PostgresRetention(self.connection)
         self._descriptor = EngineDescriptor(
             id="postgres",
             label="PostgreSQL + pgvector",
@@ -213,6 +226,8 @@ class PostgresEngine:
             connected._indexer.start()  # which first indexes whatever a crash left queued
         if options.undo.window_s > 0:
             connected._undo.start()
+        if options.retention.sweep_every_s > 0:
+            connected._expired.start()
         return connected
 
     @staticmethod
@@ -247,6 +262,7 @@ class PostgresEngine:
         await self._indexer.stop()
         await self._facets.stop()
         await self._undo.stop()
+        await self._expired.stop()
         await self._pools.close()
         await self._reads.close()
         if self._owns_embedder:
@@ -367,8 +383,10 @@ class PostgresEngine:
 
     @staticmethod
     async def _insert(connection: asyncpg.Connection, rows: list[ItemRow]) -> set[str]:
-        """The items' rows; the ids inserted (an item already held is not)."""
-        await execute(connection, plan_lock_ids([row.id for row in rows]))
+        """The items' rows; the ids inserted (an item already held, and not expired, is not)."""
+        ids = [row.id for row in rows]
+        await execute(connection, plan_lock_ids(ids))
+        await execute(connection, plan_drop_expired(ids))
         return {row["id"] for row in await fetch(connection, plan_insert(rows))}
 
     async def _queue_vectors(self, connection: asyncpg.Connection, vectors: dict[str, np.ndarray]) -> int:
@@ -385,18 +403,20 @@ class PostgresEngine:
                 return await self._preview(plan_preview_ids(target.ids))
             erase = plan_erase_kept(target.ids) if target.purge else None
             return await self._delete(plan_forget_ids(target.ids, keep=keep), keep, erase)
-        pred = filter_predicate(target.filter)
         if target.dry_run:
-            return await self._preview(plan_preview_filter(pred))
-        return await self._delete(plan_forget_filter(pred, keep), keep)
+            return await self._preview(plan_preview_filter(filter_predicate(target.filter)))
+        # The expired items the filter admits go too (_delete), and an erasure reaches the copies kept for undo.
+        pred = filter_predicate(target.filter, live=False)
+        erase = plan_erase_kept_filter(pred) if target.purge else None
+        return await self._delete(plan_forget_filter(pred, keep), keep, erase)
 
     async def forget_within(
         self, ids: list[str], reach: Reach, *, dry_run: bool = False, purge: bool = False
     ) -> ForgetReport:
         request = ForgetWithinRequest(ids=ids, reach=reach).checked(self._limits)
-        pred = filter_predicate(Filter(reach=request.reach))
         if dry_run:
-            return await self._preview(plan_preview_ids(request.ids, pred))
+            return await self._preview(plan_preview_ids(request.ids, filter_predicate(Filter(reach=request.reach))))
+        pred = filter_predicate(Filter(reach=request.reach), live=False)
         keep = self._keep(purge)
         erase = plan_erase_kept(request.ids, pred) if purge else None
         return await self._delete(plan_forget_ids(request.ids, pred, keep), keep, erase)
@@ -449,6 +469,11 @@ class PostgresEngine:
         """Drop the kept items older than the undo window now (the sweeper does it every minute)."""
         with database_errors():
             return await self._undo.sweep()
+
+    async def sweep_expired(self) -> int:
+        """Erase the items whose retention expiry has passed now (the sweeper does it every minute)."""
+        with database_errors():
+            return await self._expired.sweep()
 
     # Reads.
 

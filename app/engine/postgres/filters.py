@@ -15,14 +15,32 @@ from app.contract.meta import Filter
 from app.contract.namespaces import Namespace, Reach
 
 
+def live(alias: str = "i") -> str:
+    """The items of ``engram_items AS alias`` that have not expired (migration 0015): no read returns
+    another, from the moment its expiry passes, whether or not the sweeper has erased it yet."""
+    return f"({alias}.expires_at IS NULL OR {alias}.expires_at > now())"
+
+
+# The items whose expiry has passed and the sweeper has not erased yet: a few, or none while no
+# retention policy is set (the partial index of migration 0015 holds only items that expire).
+EXPIRED_IDS = "SELECT x.id FROM engram_items x WHERE x.expires_at <= now()"
+
+
 def escape_like(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
 class Predicate:
-    """Collects SQL clauses and their bound parameters under unique names."""
+    """Collects SQL clauses and their bound parameters under unique names.
 
-    def __init__(self, prefix: str = "f") -> None:
+    ``live``: the items that have expired are left out too (``live()``). It is not a clause of the
+    filter: a predicate that admits every live item still ``admits_all``, so the statements made for
+    no filter (generic plans, kept facet counts, complete sketch postings) keep their shape, each
+    leaving out the expired in its own way.
+    """
+
+    def __init__(self, prefix: str = "f", *, live: bool = False) -> None:
+        self.live = live
         self.clauses: list[str] = []
         self.params: dict[str, Any] = {}
         self._prefix = prefix
@@ -40,11 +58,13 @@ class Predicate:
         subtree is then ``lineage @>``, not the namespace tests, which are cheaper row by row
         (docs/tuning.md#filters-beside-the-words)."""
         clauses = [self._beside_words.get(n, c) if beside_words else c for n, c in enumerate(self.clauses)]
+        if self.live:
+            clauses.append(live())
         return " AND ".join(clauses) if clauses else "TRUE"
 
     @property
     def admits_all(self) -> bool:
-        """No clause: every item is admitted (a search needs no wider breadth to fill its page)."""
+        """No clause: every (live) item is admitted (a search needs no wider breadth to fill its page)."""
         return not self.clauses
 
     def add_reach(self, reach: Reach) -> None:
@@ -73,8 +93,10 @@ class Predicate:
         )
 
 
-def filter_predicate(request_filter: Filter, prefix: str = "f") -> Predicate:
-    pred = Predicate(prefix)
+def filter_predicate(request_filter: Filter, prefix: str = "f", *, live: bool = True) -> Predicate:
+    """What ``request_filter`` admits; only the live items unless ``live`` is False (an erasure
+    reaches the expired too)."""
+    pred = Predicate(prefix, live=live)
     if request_filter.reach is not None:
         pred.add_reach(request_filter.reach)
     if isinstance(request_filter, ScopedFilter):

@@ -103,6 +103,14 @@ class ReplicaOptions:
 
 
 @dataclass(frozen=True)
+class RetentionOptions:
+    """How often the sweeper erases the items whose retention expiry has passed (reads leave them
+    out from that moment: the sweep bounds how long they stay on disk); 0: never (tests)."""
+
+    sweep_every_s: float = 60.0
+
+
+@dataclass(frozen=True)
 class EngineOptions:
     """Everything PostgresEngine.connect is tuned by."""
 
@@ -120,3 +128,5 @@ class EngineOptions:
     """The undo window of forgets."""
     replica: ReplicaOptions = field(default_factory=ReplicaOptions)
     """Reads on a replica (used only with one)."""
+    retention: RetentionOptions = field(default_factory=RetentionOptions)
+    """The sweeper of expired items."""

@@ -142,6 +142,7 @@ async def test_upgrade_downgrade_upgrade_keeps_what_it_promises(
         "engram_settings",
         "engram_keys",
         "engram_forgotten",
+        "engram_retention",
     }
 
     engine = await PostgresEngine.connect(url, embedder)
@@ -172,6 +173,22 @@ async def test_upgrade_downgrade_upgrade_keeps_what_it_promises(
         assert [hit.id for hit in page.hits] == [ids[1]]
     finally:
         await engine.close()
+
+
+async def test_0015_leaves_every_item_held_without_an_expiry(
+    scratch: ScratchServer, embedder: WordLlamaEmbedder
+) -> None:
+    url = scratch.new_database()
+    await _upgrade(url)
+    items = learnings(6)
+    ids = [item.fingerprint() for item in items]
+    engine = await PostgresEngine.connect(url, embedder)
+    await engine.store_many(items)
+    await engine.close()
+    await _downgrade(url, "0014")
+    await _upgrade(url)
+    assert await _scalar(url, "SELECT count(*) FROM engram_items WHERE expires_at IS NULL") == 6
+    assert await _stored_ids(url, embedder) == ids
 
 
 async def test_0002_rebuilds_the_vector_index_over_the_vectors_already_stored(

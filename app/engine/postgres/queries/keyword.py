@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from app.engine.keywords import MAX_TERMS, KeywordQuery
 from app.engine.postgres.filters import Predicate
+from app.engine.postgres.filters import live as live_items
 from app.engine.postgres.options import KeywordOptions
 from app.engine.postgres.queries.statement import HIT_COLUMNS, Statement, plans_generic
 from app.engine.postgres.queries.statistics import TermStatistics
@@ -111,7 +112,10 @@ def _score(keywords: KeywordQuery) -> str:
 # them, so when the matches run past what is scored these are the ones to keep; the bitmap heap
 # scan otherwise keeps the first in table order. The pairs read only the essential operands'
 # posting lists; each tier's bitmap excludes the tiers before it, so no row is read twice.
-_CORE_HELD_FIRST = """
+def _core_held_first(live: bool) -> str:
+    """The core of an unfiltered ranking (above); ``live`` leaves out the expired items."""
+    alive = f" AND {live_items()}" if live else ""
+    return f"""
         pairs AS (
             SELECT CAST(string_agg('(' || a.tq::text || ') & (' || b.tq::text || ')', ' | ') AS tsquery) AS q
             FROM ranked_terms a JOIN ranked_terms b ON a.k < b.k
@@ -124,17 +128,17 @@ _CORE_HELD_FIRST = """
         core AS (
             SELECT * FROM (
                 SELECT i.id, i.seq, i.tsv FROM engram_items i, pairs p
-                WHERE p.q IS NOT NULL AND i.tsv @@ p.q
+                WHERE p.q IS NOT NULL AND i.tsv @@ p.q{alive}
                 UNION ALL
                 SELECT i.id, i.seq, i.tsv FROM engram_items i, essential e, others o, pairs p
                 WHERE o.q IS NOT NULL
-                  AND i.tsv @@ CASE WHEN p.q IS NULL THEN e.q && o.q ELSE e.q && o.q && !! p.q END
+                  AND i.tsv @@ CASE WHEN p.q IS NULL THEN e.q && o.q ELSE e.q && o.q && !! p.q END{alive}
                 UNION ALL
                 SELECT i.id, i.seq, i.tsv FROM engram_items i, essential e, others o, pairs p
                 WHERE i.tsv @@ CASE WHEN o.q IS NULL AND p.q IS NULL THEN e.q
                                     WHEN o.q IS NULL THEN e.q && !! p.q
                                     WHEN p.q IS NULL THEN e.q && !! o.q
-                                    ELSE e.q && !! (o.q || p.q) END
+                                    ELSE e.q && !! (o.q || p.q) END{alive}
             ) AS held
             LIMIT :scored
         )"""
@@ -150,7 +154,9 @@ def _core_in_table_order(where: str) -> str:
         )"""
 
 
-def keyword_ctes(where: str, keywords: KeywordQuery, *, depth: int, admits_all: bool, pool: int) -> str:
+def keyword_ctes(
+    where: str, keywords: KeywordQuery, *, depth: int, admits_all: bool, pool: int, live: bool = False
+) -> str:
     """CTEs ending in ``kw(id, seq, score, rank)``: matches best first, in one order whatever the page.
 
     Relevance is BM25-like: the sum, over the query operands an item holds, of the
@@ -169,14 +175,14 @@ def keyword_ctes(where: str, keywords: KeywordQuery, *, depth: int, admits_all: 
     matches fill the first ``settled`` ranks, only as many as the pool lacks (KeywordOptions.settled).
     At most three times the budget rows are read and scored. Without a filter (``admits_all``) the rarest operands'
     matches often run past the budget, and which of them are scored decides the page: at
-    most ``scored`` are, those holding more of the operands first (``_CORE_HELD_FIRST``). The
+    most ``scored`` are, those holding more of the operands first (``_core_held_first``). The
     best ``pool`` lead every ranking; a page ending past the pool continues with the
     other matches by ``ts_rank``, scaled below the pool's lowest score, so cursors neither
     skip nor repeat.
     Parameters: cfg, elems, freqs, items, operands, words, budget, scored, middle, topup, pool,
     settled, ranked (see ``keyword_params``).
     """
-    core = _CORE_HELD_FIRST if admits_all else _core_in_table_order(where)
+    core = _core_held_first(live) if admits_all else _core_in_table_order(where)
     ranking = f"""{_KEYWORD_TERMS},
         weights AS (SELECT array_agg(idf ORDER BY ord) AS idf, array_agg(tq ORDER BY ord) AS tq FROM terms),{core},
         extra_middle AS (
@@ -229,8 +235,9 @@ def keyword_ctes(where: str, keywords: KeywordQuery, *, depth: int, admits_all: 
 def keyword_sql(pred: Predicate, keywords: KeywordQuery, *, depth: int, options: KeywordOptions) -> str:
     """A keyword page under ``pred``, written as the terms index serves it beside the words."""
     where = pred.sql(beside_words=True)
+    ctes = keyword_ctes(where, keywords, depth=depth, admits_all=pred.admits_all, pool=options.pool, live=pred.live)
     return f"""
-        WITH {keyword_ctes(where, keywords, depth=depth, admits_all=pred.admits_all, pool=options.pool)}
+        WITH {ctes}
         SELECT {HIT_COLUMNS}, i.seq, page.score
         FROM (SELECT id, score, rank FROM kw ORDER BY rank LIMIT :count OFFSET :offset) AS page
         JOIN engram_items i ON i.id = page.id

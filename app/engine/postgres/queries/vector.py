@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from app.engine.postgres.filters import Predicate, SketchKeys
+from app.engine.postgres.filters import EXPIRED_IDS, Predicate, SketchKeys
 from app.engine.postgres.options import HNSWOptions, SketchOptions
 from app.engine.postgres.queries.statement import HIT_COLUMNS, Statement, plans_generic
 from app.engine.postgres.vectors import query_vector
@@ -96,7 +96,7 @@ def sketch_candidates(depth: int, options: SketchOptions) -> int:
     return max(options.candidates, 4 * depth)
 
 
-def sketch_sql(where: str, keys: SketchKeys) -> str:
+def sketch_sql(where: str, keys: SketchKeys, *, live: bool = False) -> str:
     """The vector ranking of a filter that admits few items: their sketches, then their vectors.
 
     Every admitted indexed item's sketch (one bit per dimension) is compared with the query's by
@@ -110,11 +110,14 @@ def sketch_sql(where: str, keys: SketchKeys) -> str:
     several tags, an item is ranked once. A page is never short while enough items match, and
     its distances are exact, as the exact scan's are; it reads every admitted item, so it is for
     filters that admit few (SketchOptions.max_admitted), where the HNSW walk must step past most of
-    what it finds.
+    what it finds. ``live``: a complete key set leaves out the expired items by their ids
+    (filters.EXPIRED_IDS, none while nothing expires), still without reading an item.
     """
     postings, rest = "engram_sketch_postings p", ""
     if not keys.complete:
         postings, rest = f"{postings} JOIN engram_items i ON i.id = p.item_id", f" AND {where}"
+    elif live:
+        rest = f" AND p.item_id NOT IN ({EXPIRED_IDS})"
     once = "DISTINCT ON (p.seq) " if keys.several else ""
     return f"""
         WITH nearest AS MATERIALIZED (
@@ -203,4 +206,4 @@ def plan_sketch(
         **pred.params,
         **keys.predicate.params,
     }
-    return Statement.bind(sketch_sql(pred.sql(), keys), params)
+    return Statement.bind(sketch_sql(pred.sql(), keys, live=pred.live), params)

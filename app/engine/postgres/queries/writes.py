@@ -9,7 +9,8 @@ from typing import NamedTuple
 import numpy as np
 
 from app.contract.requests import PREVIEW_IDS
-from app.engine.postgres.filters import Predicate
+from app.engine.postgres.filters import Predicate, live
+from app.engine.postgres.queries.retention import POLICIES_SHARED, expiry_sql
 from app.engine.postgres.queries.statement import Statement
 from app.engine.postgres.vectors import vector_array
 
@@ -30,17 +31,27 @@ class ItemRow(NamedTuple):
 
 # Overlapping batches written at once wait on each other's new rows in batch order,
 # and two batches in opposite orders deadlock. One lock per id, taken in one global
-# order first, makes the later batch wait for the earlier instead.
+# order first, makes the later batch wait for the earlier instead. Before them (the one-time
+# filter runs first), the retention policies are locked shared: a policy change waits for the
+# writes under way and the writes after it read its policies (queries/retention.py).
 LOCK_IDS = (
     "SELECT pg_advisory_xact_lock(hashtext('engram_items'), h) FROM "
-    "(SELECT DISTINCT hashtext(k) AS h FROM unnest(CAST(:ids AS text[])) AS k ORDER BY h) AS locks"
+    "(SELECT DISTINCT hashtext(k) AS h FROM unnest(CAST(:ids AS text[])) AS k ORDER BY h) AS locks "
+    f"WHERE ({POLICIES_SHARED})"
 )
 
-INSERT_ITEMS = """
+# An expired copy of an item written again is erased first, so the item is stored anew (with a new
+# expiry) as it would be once the sweeper had erased it: never a replay of something no read returns.
+DROP_EXPIRED = "DELETE FROM engram_items i WHERE i.id = ANY(CAST(:ids AS text[])) AND i.expires_at <= now()"
+
+# Each item's expiry under the policies of its namespace, measured from when it was observed, or
+# from now (its stored_at) when it carries no observation time.
+INSERT_ITEMS = f"""
     INSERT INTO engram_items
-        (id, kind, namespace, text, meta, item, confidence, observed_at, tags, source_kind)
+        (id, kind, namespace, text, meta, item, confidence, observed_at, tags, source_kind, expires_at)
     SELECT t.id, t.kind, t.ns, t.text, t.meta::jsonb, t.item::jsonb, t.conf, t.obs::timestamptz,
-           ARRAY(SELECT jsonb_array_elements_text(coalesce(t.meta::jsonb->'tags', '[]'))), t.src
+           ARRAY(SELECT jsonb_array_elements_text(coalesce(t.meta::jsonb->'tags', '[]'))), t.src,
+           {expiry_sql("t.ns", "coalesce(CAST(t.obs AS timestamptz), now())")}
     FROM unnest(CAST(:ids AS text[]), CAST(:kinds AS text[]), CAST(:nss AS text[]), CAST(:texts AS text[]),
                 CAST(:metas AS text[]), CAST(:items AS text[]), CAST(:conf AS float8[]),
                 CAST(:obs AS text[]), CAST(:srcs AS text[]))
@@ -52,16 +63,16 @@ INSERT_ITEMS = """
 # INSERT_ITEMS's parameters, one array each, in the order of ItemRow's fields.
 INSERT_ITEMS_COLUMNS = ("ids", "kinds", "nss", "texts", "metas", "items", "conf", "obs", "srcs")
 
-# Which of a batch's ids are held already: their items are not embedded again.
-HELD_IDS = "SELECT id FROM engram_items WHERE id = ANY(CAST(:ids AS text[]))"
+# Which of a batch's ids are held already (and not expired): their items are not embedded again.
+HELD_IDS = f"SELECT i.id FROM engram_items i WHERE i.id = ANY(CAST(:ids AS text[])) AND {live()}"
 
 # Each thread's latest :before items' texts, oldest first (engram_items_thread, migration 0012):
 # what a new item of the thread is embedded after (app/engine/context.py).
-THREAD_LATEST = """
+THREAD_LATEST = f"""
     SELECT t.ns, t.thread, ARRAY(
         SELECT l.text FROM (
             SELECT b.text, b.seq FROM engram_items b
-            WHERE b.namespace = t.ns AND b.meta ? 'thread_id' AND b.meta->>'thread_id' = t.thread
+            WHERE b.namespace = t.ns AND b.meta ? 'thread_id' AND b.meta->>'thread_id' = t.thread AND {live("b")}
             ORDER BY b.seq DESC LIMIT :before
         ) AS l ORDER BY l.seq
     ) AS texts
@@ -98,6 +109,11 @@ def plan_lock_ids(ids: Sequence[str]) -> Statement:
     return Statement.bind(LOCK_IDS, {"ids": list(ids)})
 
 
+def plan_drop_expired(ids: Sequence[str]) -> Statement:
+    """Erase the expired copies of ``ids`` (DROP_EXPIRED), after the write's locks."""
+    return Statement.bind(DROP_EXPIRED, {"ids": list(ids)})
+
+
 def plan_insert(rows: Sequence[ItemRow]) -> Statement:
     """The items' rows, one array a column; it returns the ids it inserted."""
     columns = dict(zip(INSERT_ITEMS_COLUMNS, zip(*rows, strict=True), strict=True))
@@ -122,18 +138,20 @@ class Keep:
 def _delete(where: str, params: Mapping[str, object], keep: Keep | None) -> Statement:
     """Delete what ``where`` admits, kept in ``engram_forgotten`` when ``keep`` says where; it returns
     how many. One statement: its parts read one snapshot, so the vectors are copied as they were
-    before the delete's cascade removes them."""
+    before the delete's cascade removes them. What ``where`` admits that has expired is deleted
+    too, but neither kept (an undo would bring back what expired) nor counted (no read saw it)."""
+    gone = f"DELETE FROM engram_items i WHERE {where} RETURNING i.id, i.seq, i.namespace, i.item, {live()} AS live"
     if keep is None:
-        sql = f"WITH gone AS (DELETE FROM engram_items i WHERE {where} RETURNING 1) SELECT count(*) FROM gone"
-        return Statement.bind(sql, params)
+        return Statement.bind(f"WITH gone AS ({gone}) SELECT count(*) FILTER (WHERE live) FROM gone", params)
     sql = f"""
-        WITH gone AS (DELETE FROM engram_items i WHERE {where} RETURNING i.id, i.seq, i.namespace, i.item),
+        WITH gone AS ({gone}),
         kept AS (
             INSERT INTO engram_forgotten (receipt, id, seq, namespace, item, model, embedding)
             SELECT :receipt, g.id, g.seq, g.namespace, g.item, :model, coalesce(e.embedding, b.embedding)
             FROM gone g
             LEFT JOIN engram_embeddings e ON e.item_id = g.id AND e.model = :model
             LEFT JOIN engram_vector_backlog b ON b.item_id = g.id AND b.model = :model
+            WHERE g.live
             RETURNING 1
         )
         SELECT count(*) FROM kept
@@ -142,7 +160,8 @@ def _delete(where: str, params: Mapping[str, object], keep: Keep | None) -> Stat
 
 
 def plan_forget_ids(ids: Sequence[str], pred: Predicate | None = None, keep: Keep | None = None) -> Statement:
-    """Forget the items of ``ids`` (each once), only those ``pred`` admits when given; it returns how many."""
+    """Forget the items of ``ids`` (each once), only those ``pred`` (expired ones included: _delete)
+    admits when given; it returns how many."""
     ids = list(dict.fromkeys(ids))
     if pred is None:
         return _delete("i.id = ANY(:ids)", {"ids": ids}, keep)
@@ -155,6 +174,27 @@ def plan_erase_kept(ids: Sequence[str], pred: Predicate | None = None) -> Statem
     where = "i.id = ANY(:ids)" + (f" AND {pred.sql()}" if pred is not None else "")
     params = {"ids": list(dict.fromkeys(ids)), **(pred.params if pred is not None else {})}
     return Statement.bind(f"DELETE FROM engram_forgotten i WHERE {where}", params)
+
+
+# engram_forgotten's rows with the columns of engram_items a filter reads (filters.py), taken from
+# the item kept: its meta is the row's meta (rows.item_row writes both from one dump).
+_KEPT_AS_ITEMS = """
+    SELECT f.receipt, f.id, f.namespace, f.item->'meta' AS meta, f.item->>'type' AS kind,
+           f.item->'meta'->'source'->>'kind' AS source_kind,
+           ARRAY(SELECT jsonb_array_elements_text(coalesce(f.item->'meta'->'tags', '[]'))) AS tags,
+           CAST(f.item->'meta'->>'observed_at' AS timestamptz) AS observed_at
+    FROM engram_forgotten f
+"""
+
+
+def plan_erase_kept_filter(pred: Predicate) -> Statement:
+    """Drop the copies held for the undo window that ``pred`` (a filter, without ``live``) admits:
+    an erasure by filter reaches what earlier forgets kept, as it reaches the items."""
+    sql = f"""
+        DELETE FROM engram_forgotten k USING ({_KEPT_AS_ITEMS}) AS i
+        WHERE k.receipt = i.receipt AND k.id = i.id AND {pred.sql()}
+    """
+    return Statement.bind(sql, pred.params)
 
 
 def plan_kept(receipt: str, window_s: float) -> Statement:
@@ -171,20 +211,6 @@ def plan_drop_receipt(receipt: str) -> Statement:
     return Statement.bind("DELETE FROM engram_forgotten WHERE receipt = :receipt", {"receipt": receipt})
 
 
-# Bounded: a sweep holds its rows only for one short statement; the sweeper repeats until done.
-SWEEP_BATCH = 1_000
-SWEEP_EXPIRED = """
-    WITH mine AS (SELECT pg_try_advisory_xact_lock(hashtext('engram_forgotten'), 0) AS held),
-    doomed AS (
-        SELECT ctid FROM engram_forgotten
-        WHERE (SELECT held FROM mine) AND forgotten_at <= now() - make_interval(secs => $1)
-        LIMIT $2
-    ),
-    gone AS (DELETE FROM engram_forgotten f USING doomed d WHERE f.ctid = d.ctid RETURNING 1)
-    SELECT count(*) FROM gone
-"""
-
-
 def _preview(where: str, params: Mapping[str, object]) -> Statement:
     sql = f"""
         SELECT (SELECT count(*) FROM engram_items i WHERE {where}) AS n,
@@ -194,10 +220,10 @@ def _preview(where: str, params: Mapping[str, object]) -> Statement:
 
 
 def plan_preview_ids(ids: Sequence[str], pred: Predicate | None = None) -> Statement:
-    """What ``plan_forget_ids`` would forget: how many, and the first ids in the order stored."""
+    """What ``plan_forget_ids`` would forget (of the live items): how many, and the first ids in the order stored."""
     ids = list(dict.fromkeys(ids))
     if pred is None:
-        return _preview("i.id = ANY(:ids)", {"ids": ids})
+        return _preview(f"i.id = ANY(:ids) AND {live()}", {"ids": ids})
     return _preview(f"i.id = ANY(:ids) AND {pred.sql()}", {"ids": ids, **pred.params})
 
 

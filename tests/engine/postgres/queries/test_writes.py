@@ -46,10 +46,10 @@ def test_a_forget_by_ids_names_each_once_and_keeps_to_the_reach() -> None:
     assert "i.namespace = $2" in within.sql
 
 
-def test_a_forget_by_filter_deletes_what_the_filter_admits_and_counts_it() -> None:
-    statement = plan_forget_filter(filter_predicate(Filter(tags_any=["t"])))
-    assert statement.sql.startswith("WITH gone AS (DELETE FROM engram_items i WHERE")
-    assert "count(*) FROM gone" in statement.sql and ["t"] in statement.args
+def test_a_forget_by_filter_deletes_what_the_filter_admits_and_counts_the_live() -> None:
+    statement = plan_forget_filter(filter_predicate(Filter(tags_any=["t"]), live=False))
+    assert statement.sql.startswith("WITH gone AS (DELETE FROM engram_items i WHERE i.tags && CAST($1 AS text[]) ")
+    assert "count(*) FILTER (WHERE live) FROM gone" in statement.sql and ["t"] in statement.args
 
 
 def test_thread_context_is_asked_for_every_thread_at_once() -> None:

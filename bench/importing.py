@@ -1,0 +1,74 @@
+"""The import case: the service's whole store exported with its vectors, then read back by
+``engram import`` into a fresh database, timed as ingest is: until every vector is in the index.
+
+The dump is what an operator moving a store would make (``POST /v1/export`` with
+``include_vectors``): the vectors are the running embedder's, so the import stores them as they are
+and embeds nothing. The import runs as an operator runs it, ``engram import FILE`` in a process of
+its own, with the machine otherwise idle (the service and the baselines wait); the database is
+dropped afterwards, so the fetch cases that follow read what they read without it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+from app.engine.postgres.indexer import index_everything
+from bench import rawsql
+from bench.engram_http import EngramHttp
+from bench.server import ENGRAM_BIN, Database, engram_env, engram_migrate
+
+IMPORTED = "imported"
+# engram import's last line: "engram: N items stored, M already held, K lines refused; trailer verified".
+_SUMMARY = re.compile(r"engram: (\d+) items stored, (\d+) already held, (\d+) lines refused; trailer (\w+)")
+
+
+async def import_case(http: EngramHttp, database: Database, work: Path, embedder: str, items: int) -> dict[str, Any]:
+    """Export the service's ``items`` items with their vectors, import them into a fresh database; the figures."""
+    dump = work / "dump.ndjson"
+    started = time.perf_counter()
+    size = await http.export_to(dump)
+    exported_s = time.perf_counter() - started
+    url = database.create(IMPORTED)
+    await asyncio.to_thread(engram_migrate, url, work, embedder)  # the schema, as the ingest's service had it
+    started = time.perf_counter()
+    process = await asyncio.create_subprocess_exec(
+        str(ENGRAM_BIN),
+        "import",
+        str(dump),
+        env=engram_env(url, work / "engram-data", embedder),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    _, err = await process.communicate()
+    acknowledged_s = time.perf_counter() - started
+    summary = _SUMMARY.search(err.decode())
+    if process.returncode != 0 or summary is None:
+        raise RuntimeError(f"engram import exited with {process.returncode}: {err.decode()[-500:]}")
+    stored, held, refused, trailer = int(summary[1]), int(summary[2]), int(summary[3]), summary[4]
+    if (stored, held, refused, trailer) != (items, 0, 0, "verified"):
+        raise RuntimeError(f"engram import stored {stored} of {items} items ({refused} refused, trailer {trailer})")
+    connection = await rawsql.connect(url)
+    try:
+        await index_everything(connection)  # what the import's indexer left queued when it closed
+        seconds = time.perf_counter() - started
+        indexed = await connection.fetchval("SELECT count(*) FROM engram_embeddings")
+    finally:
+        await connection.close()
+    if indexed != items:
+        raise RuntimeError(f"{indexed} of {items} imported vectors are in the index")
+    database.server.psql(f"DROP DATABASE {IMPORTED};")
+    dump.unlink()
+    return {
+        "items": stored,
+        "seconds": round(seconds, 3),
+        "acknowledged_s": round(acknowledged_s, 3),
+        "rate": round(stored / seconds, 1),
+        "dump_mb": round(size / 2**20, 1),
+        "export_s": round(exported_s, 3),
+        "export_rate": round(items / exported_s, 1),
+        "command": "engram import FILE (a dump of POST /v1/export with include_vectors)",
+    }
