@@ -26,7 +26,7 @@ DISTRIBUTED = {
     "engram_sketch_postings": "item_id",
     "engram_forgotten": "id",
 }
-REFERENCE = {"engram_settings", "engram_keys"}
+REFERENCE = {"engram_settings", "engram_keys", "engram_retention"}
 COORDINATOR = {"alembic_version"}
 REPLACED = {"engram_facet_counts"}  # kept facet counts, written by triggers: a fan-out count instead
 
