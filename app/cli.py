@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import ipaddress
 import json
 import logging
 import os
 import signal
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -22,16 +21,24 @@ from app.contract.errors import ConfigError, EngramError, InvalidRequest
 from app.contract.keys import KeyList
 from app.contract.meta import format_instant
 from app.contract.wire import wire_json
+from app.engine import consistency
 from app.settings import Settings
 from app.telemetry.logs import configure_logging, json_line
 
 
 def _serve(args: argparse.Namespace, settings: Settings) -> int:
+    from app.serving.server import StopSignals
+
+    stops = StopSignals()
+    stops.install()  # from here a stop request is noted, and acted on once the event loop runs
+
     import uvicorn
 
     from app.engine.postgres.schema import redacted
     from app.engine.protocol import MemoryEngine
     from app.main import create_app, open_engine
+    from app.serving.protocol import HeadLimits, protocol_class
+    from app.serving.server import EngramServer
 
     database = (
         redacted(settings.database_url.get_secret_value())
@@ -39,38 +46,24 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
         else f"embedded PostgreSQL in {settings.data_dir}"
     )
     announce(settings, f"database {database}")
+    if settings.read_database_url is not None:
+        announce(settings, f"reads from {redacted(settings.read_database_url.get_secret_value())}")
     announce(settings, f"embedder {settings.embedder}")
-    opened: list[MemoryEngine] = []
+
+    async def opened() -> MemoryEngine:
+        # A database that is behind or was made for another embedder ends the command with one line.
+        engine = await open_engine(settings)
+        try:
+            access = access_summary(settings, args, held=await engine.keys.any())
+        except BaseException:
+            await engine.close()
+            raise
+        announce(settings, f"API keys {access}")
+        return engine
 
     async def engine_opened_before_start(_: Settings) -> MemoryEngine:
-        return opened[0]
-
-    class Server(uvicorn.Server):
-        async def serve(self, sockets: Any = None) -> None:
-            # The engine opens before uvicorn starts, in uvicorn's own loop: a database that is
-            # behind or was made for another embedder ends the command with one line, not a traceback.
-            engine = await open_engine(settings)
-            opened.append(engine)
-            try:
-                access = access_summary(settings, args, held=await engine.keys.any())
-            except EngramError:
-                await engine.close()
-                raise
-            announce(settings, f"API keys {access}")
-            await super().serve(sockets)
-
-        async def startup(self, sockets: Any = None) -> None:
-            await super().startup(sockets)  # exits the process when the port cannot be bound
-            if not self.should_exit:
-                announce(settings, f"listening on http://{args.host}:{args.port}")
-
-        @contextlib.contextmanager
-        def capture_signals(self) -> Iterator[None]:
-            # Uvicorn re-raises SIGTERM/SIGINT after a graceful shutdown, so the process would
-            # die by the signal; a requested stop that completed cleanly exits 0 instead.
-            with super().capture_signals():
-                yield
-                self._captured_signals.clear()
+        assert server.opened is not None
+        return server.opened
 
     config = uvicorn.Config(
         create_app(settings, engine_factory=engine_opened_before_start),
@@ -81,12 +74,22 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
         **({"log_config": None} if settings.log_format == "json" else {}),
         access_log=False,  # the service writes its own (app/api/observer.py): route templates, request ids
         server_header=False,  # which server and version answers is nobody's business
-        timeout_graceful_shutdown=10,
+        http=protocol_class(HeadLimits(settings.max_header_bytes, settings.max_headers)),
+        ws="none",  # no route speaks websockets: an Upgrade request is answered as a plain one
+        timeout_graceful_shutdown=settings.shutdown_grace_s,  # type: ignore[arg-type]  # asyncio.timeout takes a float
     )
-    # Until uvicorn takes the signals over, a stop requested while the database starts unwinds
-    # like Ctrl-C, so the embedded server's exit hook runs (a plain SIGTERM would skip it).
-    signal.signal(signal.SIGTERM, _interrupt)
-    Server(config).run()
+    server = EngramServer(
+        config,
+        open_engine=opened,
+        stops=stops,
+        on_listening=lambda: (
+            announce(settings, f"listening on http://{args.host}:{args.port}"),
+            announce(settings, f"explorer at http://{args.host}:{args.port}/ui"),
+        ),
+    )
+    server.run()
+    if server.stopped_while_starting:
+        announce(settings, "stopped while starting")
     return 0
 
 
@@ -132,10 +135,6 @@ def is_loopback(host: str) -> bool:
         return False  # a name other than localhost may resolve to any interface
 
 
-def _interrupt(signum: int, frame: Any) -> None:
-    raise KeyboardInterrupt
-
-
 def _port(text: str) -> int:
     port = int(text)
     if not 0 <= port <= 65535:
@@ -177,11 +176,13 @@ def _export(args: argparse.Namespace, settings: Settings) -> int:
         logging.getLogger("engram").setLevel(logging.WARNING)
         engine = await open_postgres_engine(settings)
         try:
-            total = (await engine.explore(ExploreRequest(facet="kind", filter=request.filter, limit=3))).total
-            with tqdm(total=total, unit=" items", file=sys.stderr, disable=None, leave=False) as bar:
-                async for line in export_lines(engine, request):
-                    out.write(line)
-                    bar.update(1)
+            # The export's pages are read where its first one was (app/engine/consistency.py).
+            with consistency.positions():
+                total = (await engine.explore(ExploreRequest(facet="kind", filter=request.filter, limit=3))).total
+                with tqdm(total=total, unit=" items", file=sys.stderr, disable=None, leave=False) as bar:
+                    async for line in export_lines(engine, request):
+                        out.write(line)
+                        bar.update(1)
         finally:
             await engine.close()
         print(f"engram: exported {total} items", file=sys.stderr)
@@ -372,7 +373,9 @@ def _mcp(args: argparse.Namespace, settings: Settings) -> int:
         task = asyncio.current_task()
         assert task is not None
         asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
-        await serve_stdio(settings, args.key or os.environ.get(KEY_ENV) or None)
+        # One client: its reads see its own writes, with a read replica too (app/engine/consistency.py).
+        with consistency.positions(follows_writes=True):
+            await serve_stdio(settings, args.key or os.environ.get(KEY_ENV) or None)
 
     try:
         asyncio.run(served())

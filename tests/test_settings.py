@@ -24,6 +24,8 @@ from app.settings import Settings
         ("ENGRAM_DATABASE_URL", "SuperSecret123"),
         ("ENGRAM_DATABASE_URL", "postgresql://engram:SuperSecret123@db:abc/engram"),
         ("ENGRAM_DATABASE_URL", "mysql://engram:SuperSecret123@db/engram"),
+        ("ENGRAM_READ_DATABASE_URL", "postgresql://engram:SuperSecret123@replica:abc/engram"),
+        ("ENGRAM_READ_REPLICA_WAIT_MS", "-1"),
         ("ENGRAM_DATA_DIR", "/etc/hostname"),
         ("ENGRAM_EMBEDDING_DIM", "100"),
         ("ENGRAM_EMBEDDER", "other"),
@@ -110,9 +112,10 @@ def test_what_a_shell_or_a_hosted_provider_writes_is_read(monkeypatch: pytest.Mo
     monkeypatch.setenv("ENGRAM_DATA_DIR", "~/engram-data")
     monkeypatch.setenv("ENGRAM_LOG_LEVEL", "DEBUG")
     monkeypatch.setenv("ENGRAM_DATABASE_URL", "")  # empty is unset: the embedded server
+    monkeypatch.setenv("ENGRAM_READ_DATABASE_URL", " ")  # and no replica
     settings = Settings()
     assert settings.data_dir == Path.home() / "engram-data"
-    assert settings.log_level == "debug" and settings.database_url is None
+    assert settings.log_level == "debug" and settings.database_url is None and settings.read_database_url is None
     assert async_url("postgres://u:p@h:5432/d?sslmode=require") == "postgresql+asyncpg://u:p@h:5432/d?ssl=require"
     assert async_url("postgresql://u:p@h/d?sslmode=disable&ssl=require") == "postgresql+asyncpg://u:p@h/d?ssl=require"
 

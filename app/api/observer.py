@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from starlette.routing import BaseRoute, Match
@@ -63,30 +63,36 @@ class Observer:
 
     def _record(self, scope: Scope, status: int, seconds: float) -> None:
         method = scope["method"] if scope["method"] in METHODS else "other"
-        route = route_template(scope, self._routes)
-        HTTP_REQUESTS.labels(method, route, str(status)).inc()
-        HTTP_DURATION.labels(method, route).observe(seconds)
-        if not logger.isEnabledFor(logging.INFO):
-            return
-        state = scope.get("state", {})
-        fields: dict[str, Any] = {
-            "request_id": state.get("request_id"),
-            "method": method,
-            "route": route,
-            "status": status,
-            "duration_ms": round(seconds * 1000, 3),
-        }
-        access = state.get("access")
-        if access is not None and access.key_id is not None:
-            fields["key_id"] = access.key_id  # the key's public id, never its secret
-        if state.get("request_id_replaced"):
-            fields["request_id_replaced"] = True
-        logger.info(
-            "%s %s %s in %.1f ms (request %s)",
-            method,
-            route,
-            status,
-            seconds * 1000,
-            fields["request_id"],
-            extra=fields,
-        )
+        record(method, route_template(scope, self._routes), status, seconds, scope.get("state", {}))
+
+
+def record(method: str, route: str, status: int, seconds: float, state: Mapping[str, Any]) -> None:
+    """One answered request counted, timed and logged (the access line): by the Observer, and by
+    the connection protocol for a request it refused before the app saw it (app/serving/protocol.py)."""
+    HTTP_REQUESTS.labels(method, route, str(status)).inc()
+    HTTP_DURATION.labels(method, route).observe(seconds)
+    if not logger.isEnabledFor(logging.INFO):
+        return
+    fields: dict[str, Any] = {
+        "request_id": state.get("request_id"),
+        "method": method,
+        "route": route,
+        "status": status,
+        "duration_ms": round(seconds * 1000, 3),
+    }
+    access = state.get("access")
+    if access is not None and access.key_id is not None:
+        fields["key_id"] = access.key_id  # the key's public id, never its secret
+    if state.get("request_id_replaced"):
+        fields["request_id_replaced"] = True
+    if trace_id := state.get("trace_id"):
+        fields["trace_id"] = trace_id  # with tracing on (app/telemetry/tracing.py): the line finds its trace
+    logger.info(
+        "%s %s %s in %.1f ms (request %s)",
+        method,
+        route,
+        status,
+        seconds * 1000,
+        fields["request_id"],
+        extra=fields,
+    )

@@ -29,6 +29,7 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
 from app import __version__
+from app.api import positions
 from app.contract.access import KeyRole
 from app.contract.items import LearningKind, Role
 from app.contract.meta import ItemKind, SourceKind
@@ -104,9 +105,28 @@ def build_openapi(app: FastAPI) -> dict[str, Any]:
         }
     }
     document["security"] = [{"bearer": []}]
+    document_positions(document)
     shape_for_generators(document)
     check_shape(document)
     return document
+
+
+def document_positions(document: dict[str, Any]) -> None:
+    """``Engram-Position`` (app/api/positions.py): answered by each write's 2xx, honoured by each read;
+    the header and the parameter written once under ``components`` and referred to by each."""
+    by_id = {op["operationId"]: op for ops in document["paths"].values() for op in ops.values() if "operationId" in op}
+    missing = [name for name in (*positions.WRITES, *positions.READS) if name not in by_id]
+    if missing:
+        raise DocumentShapeError(f"positions name operations the document lacks: {missing}")
+    name = positions.HEADER.replace("-", "")
+    document["components"].setdefault("headers", {})[name] = positions.ANSWERED
+    document["components"].setdefault("parameters", {})[name] = positions.PARAMETER
+    for operation in positions.WRITES:
+        for status, response in by_id[operation]["responses"].items():
+            if status.startswith("2"):
+                response.setdefault("headers", {})[positions.HEADER] = {"$ref": f"#/components/headers/{name}"}
+    for operation in positions.READS:
+        by_id[operation].setdefault("parameters", []).append({"$ref": f"#/components/parameters/{name}"})
 
 
 def shape_for_generators(document: dict[str, Any]) -> None:

@@ -1,4 +1,5 @@
-"""What every request passes first: request id, auth, body size, and a last-resort 500.
+"""What every request passes first: request id, auth, body size, and a last-resort 500 (or 503, for a
+request the server's graceful shutdown cut short).
 
 A pure ASGI middleware rather than FastAPI dependencies, because the contract
 puts the perimeter before everything, unknown routes included (contract §8).
@@ -6,6 +7,7 @@ puts the perimeter before everything, unknown routes included (contract §8).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 from starlette.datastructures import Headers, MutableHeaders
@@ -13,13 +15,13 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.api.envelope import client_request_id, error_response, new_request_id
 from app.contract.access import Access
-from app.contract.errors import EngineFailure, EngramError, PayloadTooLarge, Unauthorized
+from app.contract.errors import EngineFailure, EngramError, PayloadTooLarge, Unauthorized, Unavailable
 from app.engine.keys import Keys, grant
 
 logger = logging.getLogger("engram.http")
 
-# The one route open without a key: orchestrators probe it.
-OPEN_ROUTES = frozenset({("GET", "/v1/health"), ("HEAD", "/v1/health")})
+# The routes open without a key: orchestrators probe them (readiness and liveness).
+OPEN_ROUTES = frozenset((method, path) for method in ("GET", "HEAD") for path in ("/v1/health", "/v1/health/live"))
 
 
 def _bearer(headers: Headers) -> str | None:
@@ -131,6 +133,11 @@ class Perimeter:
 
         try:
             await self.app(scope, replay, send_with_id)
+        except asyncio.CancelledError:
+            # Only the server cancels a request: its graceful shutdown ran out of time
+            # (ENGRAM_SHUTDOWN_GRACE_S). The client may retry; the request ends here, without a trace.
+            if not started:
+                await reply(Unavailable("the service is stopping, retry shortly"))
         except Exception as error:
             # Only the type: a message may quote SQL or a value, and a trace is not for logs.
             logger.error(

@@ -104,6 +104,23 @@ def _health_status(state: Health) -> int:
     return 200 if state.is_serving else 503
 
 
+# Liveness, beside health's readiness (docs/operations.md#liveness-and-readiness): for orchestrators, not
+# for generated clients, so it is not in the OpenAPI document.
+LIVE_PATH = "/health/live"
+
+
+@router.get(LIVE_PATH, include_in_schema=False)
+async def liveness() -> JSONResponse:
+    """200 while the process answers requests, whatever the database's state: restarting the process
+    would not bring a database back (``GET /v1/health``, the readiness, says whether it can serve)."""
+    return JSONResponse({"live": True})
+
+
+@router.head(LIVE_PATH, include_in_schema=False)
+async def liveness_probe() -> Response:
+    return Response(status_code=200)
+
+
 @router.get("/errors", response_model=ErrorCatalogue, operation_id="errors", responses=documented(401))
 async def errors() -> Response:
     """Every error code with its HTTP status, whether it is retryable, and one sentence."""

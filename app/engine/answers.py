@@ -20,7 +20,7 @@ from app.contract.requests import Citation, Hit, RecallAnswer
 from app.engine import times
 from app.engine.sentences import Sentence, content_stems, speakers, split, words
 
-MODEL = "engram-extractive-2"
+MODEL = "engram-extractive-3"
 SNIPPET_CHARS = 280
 TARGET_WORDS = 25
 """The quoted words' budget: one sentence always fits, a second only when both fit; a reader wants a few
@@ -35,13 +35,17 @@ NOTHING_SHARED = "no stored memory shares the question's words; the closest memo
 # question's content words a sentence holds; holding what the question word asks for; the hit's rank
 # (hybrid retrieval's order, which knows meaning the words miss: "live" finds "moved"); words of its own
 # beyond the question's (a sentence that only restates the question answers nothing), up to NEW_WORDS;
-# and a question asked back ("how often do you walk them?") is pushed down.
+# a question asked back ("how often do you walk them?") is pushed down; the words of the one the question
+# names weigh more.
 OVERLAP_WEIGHT = 1.0
 KIND_WEIGHT = 0.5
 RANK_WEIGHT = 0.4
 NEW_WEIGHT = 0.3
 NEW_WORDS = 4
 ASKING_PENALTY = 0.5
+SPEAKER_WEIGHT = 0.3
+"""Said by the one the question names ("what does Ines play?"): a name is no evidence inside what was
+said ("Hey Ines!"), but whose words they are is (docs/answers.md#how-the-answer-is-built)."""
 
 PLACE, TIME, PERSON, NUMBER = "place", "time", "person", "number"
 # The question word decides what kind of words the answer must hold; first match wins.
@@ -147,6 +151,7 @@ def _candidates(question: str, hits: list[Hit]) -> list[Candidate]:
     kind = question_kind(question)
     out = []
     share = (lambda found: len(found) / len(wanted)) if wanted else (lambda found: 0.0)
+    named = {w.lower() for w in words(question)} & ignored
     for rank, hit in enumerate(hits):
         prior = RANK_WEIGHT / math.sqrt(rank + 1)
         for sentence in split(hit.text):
@@ -157,6 +162,8 @@ def _candidates(question: str, hits: list[Hit]) -> list[Candidate]:
             score += NEW_WEIGHT * min(len(stems - wanted), NEW_WORDS) / NEW_WORDS
             if sentence.text.endswith("?"):
                 score -= ASKING_PENALTY
+            if sentence.speaker and named & {w.lower() for w in words(sentence.speaker)}:
+                score += SPEAKER_WEIGHT
             out.append(Candidate(rank, sentence, matched, stems, holds, score))
     return out
 
@@ -166,7 +173,7 @@ def _said(hit: Hit) -> datetime | None:
 
 
 def _quote(candidate: Candidate, hit: Hit, *, when: bool) -> str:
-    """``Ines: "I went yesterday" (yesterday = 7 May 2023) [2]``. For a "when" question whose sentence
+    """``Ines: "I went yesterday" (yesterday = May 7, 2023) [2]``. For a "when" question whose sentence
     names no time, the day it was said is the best date memory holds, and is given as such."""
     text = candidate.sentence.text
     said = _said(hit)

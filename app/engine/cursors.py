@@ -74,8 +74,16 @@ class CursorCodec:
 
 def listing_position(position: Any) -> tuple[int, int | None]:
     """A list cursor's ``(after, ceiling)``; a cursor issued before the ceiling held ``after`` alone."""
-    if isinstance(position, list) and len(position) == 2 and all(isinstance(p, int) for p in position):
+    if isinstance(position, list) and len(position) in (2, 3) and all(isinstance(p, int) for p in position):
         return position[0], position[1]
     if isinstance(position, int):
         return position, None
     return 0, None
+
+
+def listing_seen(position: Any) -> int | None:
+    """The write-ahead log position a list cursor's first page was read at (its third number, written
+    only when reads may go to a replica: app/engine/postgres/replica.py); None when it holds none."""
+    if isinstance(position, list) and len(position) == 3 and all(isinstance(p, int) for p in position):
+        return int(position[2])
+    return None

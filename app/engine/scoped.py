@@ -33,6 +33,7 @@ from app.contract.requests import (
     StoreReceipt,
 )
 from app.contract.transfer import ExportPage, ExportRequest, GivenVector
+from app.engine.consistency import reads_see_everything
 from app.engine.protocol import MemoryEngine
 
 
@@ -90,10 +91,13 @@ class ScopedEngine:
         self._access.check_named(request.reach)
         # An id's namespace is part of the id: the ids the request's reach admits and the key may
         # write are found first, then forgotten within the request's reach.
+        # Read where every write is (the primary, not a replica behind it): an item stored a moment
+        # ago must not be left out of the forget.
         kept = []
-        for start in range(0, len(request.ids), MAX_GET_IDS):
-            chunk = GetRequest(ids=request.ids[start : start + MAX_GET_IDS], reach=request.reach)
-            kept += [hit.id for hit in await self._engine.get(chunk) if writable.admits(namespace_of(hit))]
+        with reads_see_everything():
+            for start in range(0, len(request.ids), MAX_GET_IDS):
+                chunk = GetRequest(ids=request.ids[start : start + MAX_GET_IDS], reach=request.reach)
+                kept += [hit.id for hit in await self._engine.get(chunk) if writable.admits(namespace_of(hit))]
         if not kept:
             return ForgetReport(forgotten=0, would_forget=0, first_ids=[]) if dry_run else ForgetReport(forgotten=0)
         return await self._engine.forget_within(kept, request.reach, dry_run=dry_run, purge=purge)

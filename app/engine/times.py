@@ -53,6 +53,8 @@ _DAY = r"(?P<day>monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
 _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     (kind, re.compile(rf"\b{pattern}\b", re.IGNORECASE))
     for kind, pattern in (
+        # "A few days ago" names no one day: it is kept as said, placed before the day it was said.
+        ("few", rf"(?:a\s+)?few\s+{_UNIT}\s+ago"),
         ("ago", rf"{_COUNT}\s+{_UNIT}\s+ago"),
         ("in", rf"in\s+{_COUNT}\s+{_UNIT}(?!\s+ago)"),
         ("weekday", rf"(?P<which>last|this|next|this past|this coming|on)\s+{_DAY}"),
@@ -78,8 +80,9 @@ class Resolved:
 
 
 def day_text(day: date) -> str:
-    """``7 May 2023``: the form LoCoMo's gold answers use, and unambiguous in any locale."""
-    return f"{day.day} {MONTHS[day.month - 1]} {day.year}"
+    """``May 7, 2023``: the month a word, so no locale misreads it, and named first, as most dated answers
+    people wrote for the long-conversation dev split are (docs/answers.md#the-time-rule)."""
+    return f"{MONTHS[day.month - 1]} {day.day}, {day.year}"
 
 
 def week_text(day: date) -> str:
@@ -106,6 +109,8 @@ def _meaning(kind: str, match: re.Match[str], today: date) -> str | None:
     if kind == "day":
         offset = {"yesterday": -1, "last night": -1, "tomorrow": 1}.get(groups["word"], 0)
         return day_text(today + timedelta(days=offset))
+    if kind == "few":
+        return f"a few {groups['unit']}s before {day_text(today)}"
     if kind in ("ago", "in"):
         count = _COUNTS.get(groups["count"]) or int(groups["count"])
         return _offset_text(groups["unit"], -count if kind == "ago" else count, today)
@@ -120,6 +125,9 @@ def _meaning(kind: str, match: re.Match[str], today: date) -> str | None:
             return day_text(today - timedelta(days=(today.weekday() - wanted) % 7 or 7))
         ahead = (wanted - today.weekday()) % 7
         return day_text(today + timedelta(days=ahead or (7 if step > 0 else 0)))
+    if step < 0 and (kind == "weekend" or groups.get("unit") == "week"):
+        # "Last week" said on a day is the week before it: named so, as people date it.
+        return f"the {'weekend' if kind == 'weekend' else 'week'} before {day_text(today)}"
     if kind == "weekend":
         # Saturday of the week said in (Monday first): this weekend is the coming one, or the one under way.
         saturday = today - timedelta(days=today.weekday()) + timedelta(days=5)

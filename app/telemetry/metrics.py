@@ -51,6 +51,13 @@ EMBEDDER_DURATION = Histogram(
     ["kind"],
     buckets=LATENCY_BUCKETS,
 )
+READ_STATEMENTS = Counter(
+    "engram_read_statements",
+    "Read statements with a read replica configured, by the server that answered (replica or primary) and why: "
+    "caught_up (the replica had replayed what the read must see), behind (it had not within the wait), "
+    "replica_down, not_a_replica, conflict (the replica cancelled it) or decides_a_write.",
+    ["server", "reason"],
+)
 ITEMS_STORED = Counter("engram_items_stored", "Items stored new (a replay of an item already held is not counted).")
 ITEMS_FORGOTTEN = Counter("engram_items_forgotten", "Items forgotten (removed, not previewed by a dry run).")
 

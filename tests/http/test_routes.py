@@ -439,7 +439,7 @@ async def test_recall_answers_where_from_the_sentence_naming_a_place_and_cites_i
     number = body["citations"].index(cited) + 1
     assert body["answer"] == f'"I moved to Lisbon in March 2024" [{number}]'
     assert cited["snippet"] == "I moved to Lisbon in March 2024"
-    assert body["model"] == "engram-extractive-2"
+    assert body["model"] == "engram-extractive-3"
 
 
 async def test_list_pages_and_ends(client: httpx.AsyncClient) -> None:
@@ -577,6 +577,17 @@ async def test_wrong_method_is_405_envelope(client: httpx.AsyncClient) -> None:
 async def test_health_answers_head_with_its_status(client: httpx.AsyncClient) -> None:
     response = await client.head("/v1/health")
     assert response.status_code == 200 and response.content == b""
+
+
+async def test_liveness_is_open_answers_head_and_nothing_else(make_client: ClientFactory) -> None:
+    async with make_client(api_keys="a-key") as client:
+        live = await client.get("/v1/health/live")
+        assert live.status_code == 200 and live.json() == {"live": True}
+        head = await client.head("/v1/health/live")
+        assert head.status_code == 200 and head.content == b""
+        assert_envelope(await client.post("/v1/health/live"), 401, "unauthorized")
+        keyed = await client.post("/v1/health/live", headers={"Authorization": "Bearer a-key"})
+        assert_envelope(keyed, 405, "method_not_allowed")
 
 
 async def test_body_over_the_limit_is_413(make_client: ClientFactory) -> None:

@@ -48,11 +48,12 @@ class Database:
     root: Path
     url: str = ""
     server: Any = None
+    # Made for the default embedder, which the live servers run unless told another (ENGRAM_EMBEDDER).
+    embedding_dim: int = BUNDLED_DIMENSION
 
     def __post_init__(self) -> None:
         self.url, self.server = start_embedded(self.root)
-        # Made for the default embedder, which the live servers run.
-        schema.upgrade(self.url, embedding_dim=BUNDLED_DIMENSION, text_search_config="english")
+        schema.upgrade(self.url, embedding_dim=self.embedding_dim, text_search_config="english")
 
     def psql(self, command: str) -> str:
         return str(self.server.psql(command))
@@ -157,12 +158,13 @@ def live_server(
 
 
 def credentials(settings: dict[str, str]) -> list[str]:
-    """The API keys, and the database URL and its password, a server is given."""
+    """The API keys, and the database URLs and their passwords, a server is given."""
     found = [k.strip() for k in settings.get("ENGRAM_API_KEYS", "").split(",") if k.strip()]
-    if url := settings.get("ENGRAM_DATABASE_URL"):
-        found.append(url)
-        if password := make_url(url).password:
-            found.append(str(password))
+    for variable in ("ENGRAM_DATABASE_URL", "ENGRAM_READ_DATABASE_URL"):
+        if url := settings.get(variable):
+            found.append(url)
+            if password := make_url(url).password:
+                found.append(str(password))
     return found
 
 

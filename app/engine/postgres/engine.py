@@ -48,9 +48,9 @@ from app.contract.requests import (
 from app.contract.transfer import ExportPage, ExportRequest, ExportRow, GivenVector, kept_vectors
 from app.embeddings.errors import embedder_errors
 from app.embeddings.protocol import Embedder
-from app.engine import answers
+from app.engine import answers, consistency
 from app.engine.context import BEFORE_ITEMS, ThreadKey, texts_to_embed, thread_of
-from app.engine.cursors import CursorCodec, listing_position, scope_of
+from app.engine.cursors import CursorCodec, listing_position, listing_seen, scope_of
 from app.engine.grounded import GroundedAnswerer
 from app.engine.keywords import KeywordQuery
 from app.engine.postgres.errors import classify, database_errors
@@ -85,9 +85,11 @@ from app.engine.postgres.queries.writes import (
     plan_thread_latest,
 )
 from app.engine.postgres.ranking import Rankings
+from app.engine.postgres.replica import ReadRouter
 from app.engine.postgres.retention import PostgresRetention
 from app.engine.postgres.rows import hit_of, item_row
 from app.engine.postgres.schema import driver_url, ensure_current
+from app.engine.postgres.supervisor import EmbeddedSupervisor
 from app.engine.postgres.sweeper import Sweeper
 from app.engine.receipts import new_receipt
 from app.engine.reranking import Reranker
@@ -99,6 +101,8 @@ CLAIM_SETTINGS = (
     "ON CONFLICT (key) DO NOTHING"
 )
 READ_SETTINGS = "SELECT key, value FROM engram_settings"
+# Health answers `down` once the database has not answered `SELECT 1` within this (docs/operations.md).
+HEALTH_TIMEOUT_S = 3.0
 
 
 class PostgresEngine:
@@ -117,8 +121,13 @@ class PostgresEngine:
         owns_embedder: bool = False,
         answerer: GroundedAnswerer | None = None,
         reranker: Reranker | None = None,
+        supervisor: EmbeddedSupervisor | None = None,
+        reads: ReadRouter | None = None,
     ) -> None:
         self._pools = pools
+        self._supervisor = supervisor  # None: a database reached by URL, or one whose keeper is elsewhere
+        # Where the requests' reads run: a replica's pools beside the primary's, or the primary alone.
+        self._reads = reads or ReadRouter(pools)
         self._options = options or EngineOptions()
         self._answerer = answerer  # None: extractive answers only; closed with the engine
         self._reranker = reranker  # None: hybrid keeps the fused order
@@ -166,6 +175,8 @@ class PostgresEngine:
         owns_embedder: bool = False,
         answerer: GroundedAnswerer | None = None,
         reranker: Reranker | None = None,
+        supervisor: EmbeddedSupervisor | None = None,
+        read_url: str | None = None,
     ) -> PostgresEngine:
         """Open the pools, read the settings the schema was made with, start the vector indexer.
 
@@ -174,18 +185,28 @@ class PostgresEngine:
         it alone); an embedder shared by several engines is closed by whoever made it. An
         ``answerer`` (app/engine/grounded.py) writes recall answers and is closed with the engine;
         without one they are extractive. A ``reranker`` (app/engine/reranking.py) re-orders hybrid's
-        first hits.
+        first hits. A ``supervisor`` (supervisor.py) keeps the embedded server running while the engine
+        is open. With a ``read_url`` (a streaming replica of ``url``'s database) the requests' reads
+        run there (replica.py).
         """
         options = options or EngineOptions()
         with database_errors():
             pools = await Pools.open(driver_url(url), options.pool, options.hnsw)
+        replica: Pools | None = None
         try:
+            if read_url is not None:
+                with database_errors():
+                    replica = await Pools.open(driver_url(read_url), options.pool, options.hnsw)
+            reads = ReadRouter(pools, replica, wait_s=options.replica.wait_ms / 1000, retry_s=options.replica.retry_s)
             with database_errors():
                 async with pools.connection() as connection:
                     await ensure_current(connection)
                     settings = await cls._read_settings(connection, embedder)
+                    await reads.start(connection)
         except BaseException:
             await pools.close()
+            if replica is not None:
+                await replica.close()
             raise
         connected = cls(
             pools,
@@ -197,7 +218,11 @@ class PostgresEngine:
             owns_embedder=owns_embedder,
             answerer=answerer,
             reranker=reranker,
+            supervisor=supervisor,
+            reads=reads,
         )
+        if supervisor is not None:
+            supervisor.start()
         if options.indexer.background:
             connected._indexer.start()  # which first indexes whatever a crash left queued
         if options.undo.window_s > 0:
@@ -233,11 +258,14 @@ class PostgresEngine:
         return self._options
 
     async def close(self) -> None:
+        if self._supervisor is not None:
+            await self._supervisor.stop()
         await self._indexer.stop()
         await self._facets.stop()
         await self._undo.stop()
         await self._expired.stop()
         await self._pools.close()
+        await self._reads.close()
         if self._owns_embedder:
             await self._embedder.aclose()
         if self._answerer is not None:
@@ -261,10 +289,13 @@ class PostgresEngine:
 
     async def health(self) -> Health:
         try:
-            async with asyncio.timeout(3), self.connection() as connection:
+            async with asyncio.timeout(HEALTH_TIMEOUT_S), self.connection() as connection:
                 await connection.execute("SELECT 1")
         except Exception as error:
             return Health(state="down", reason=classify(error).message)
+        replica_problem = await self._reads.problem()
+        if replica_problem is not None:
+            return Health(state="degraded", reason=replica_problem)
         return Health(state="ok")
 
     # Writes.
@@ -306,12 +337,14 @@ class PostgresEngine:
         vectors = {p: given[p] for p in new if p in given}
         vectors |= await self._vectors({p: embedded[p] for p in new if p not in given})
         with database_errors():
-            async with self.connection() as connection, connection.transaction():
-                inserted = await self._insert(connection, [rows[p] for p in positions])
-                # Held a moment ago and forgotten since: new again, so embedded now.
-                late = {first[i]: embedded[first[i]] for i in inserted if first[i] not in vectors}
-                vectors |= await self._vectors(late)
-                backlog = await self._queue_vectors(connection, {i: vectors[first[i]] for i in inserted})
+            async with self.connection() as connection:
+                async with connection.transaction():
+                    inserted = await self._insert(connection, [rows[p] for p in positions])
+                    # Held a moment ago and forgotten since: new again, so embedded now.
+                    late = {first[i]: embedded[first[i]] for i in inserted if first[i] not in vectors}
+                    vectors |= await self._vectors(late)
+                    backlog = await self._queue_vectors(connection, {i: vectors[first[i]] for i in inserted})
+                await self._reads.written(connection)
         self._facets.wrote(len(inserted))
         ITEMS_STORED.inc(len(inserted))
         if backlog:
@@ -403,11 +436,13 @@ class PostgresEngine:
         """The delete (and an erasure's drop of copies kept for undo) in one transaction, not while a
         retention change rewrites expiries (queries/retention.py)."""
         with database_errors():
-            async with self.connection() as connection, connection.transaction():
-                await execute(connection, Statement(POLICIES_SHARED))
-                count = int(await fetchval(connection, statement) or 0)
-                if erase is not None:
-                    await execute(connection, erase)
+            async with self.connection() as connection:
+                async with connection.transaction():
+                    await execute(connection, Statement(POLICIES_SHARED))
+                    count = int(await fetchval(connection, statement) or 0)
+                    if erase is not None:
+                        await execute(connection, erase)
+                await self._reads.written(connection)
         self._facets.wrote(count)
         ITEMS_FORGOTTEN.inc(count)
         return ForgetReport(forgotten=count, receipt=keep.receipt if keep is not None and count else None)
@@ -482,6 +517,17 @@ class PostgresEngine:
             async with self.connection(generic_plan=statement.generic_plan) as connection:
                 return await fetch(connection, statement)
 
+    async def _read(self, statement: Statement, *, at_least: int | None = None) -> list[asyncpg.Record]:
+        """A request's read (fetch, recall, list, get, explore, export): on the read replica when one
+        may answer it (replica.py), else on the primary as ``run``."""
+        with database_errors():
+            return await self._reads.run(statement, at_least=at_least)
+
+    async def _read_seen(self, statement: Statement) -> tuple[list[asyncpg.Record], int | None]:
+        """``_read``, and the position of the server that answered (None without a replica)."""
+        with database_errors():
+            return await self._reads.run_seen(statement)
+
     def connection(self, *, generic_plan: bool = False) -> AbstractAsyncContextManager[asyncpg.Connection]:
         """A pooled connection (pool.Pools.connection), for several statements or a transaction."""
         return self._pools.connection(generic_plan=generic_plan)
@@ -498,12 +544,12 @@ class PostgresEngine:
         self._rankings.forget_statistics()
 
     async def _keyword(self, keywords: KeywordQuery, request_filter: Filter, offset: int, count: int) -> list[Hit]:
-        rows = await self._rankings.keyword(self.run, keywords, filter_predicate(request_filter), offset, count)
+        rows = await self._rankings.keyword(self._read, keywords, filter_predicate(request_filter), offset, count)
         return [hit_of(row, float(row["score"])) for row in rows]
 
     async def _vector(self, vector: np.ndarray, request_filter: Filter, offset: int, count: int) -> list[Hit]:
         pred = filter_predicate(request_filter)
-        rows = await self._rankings.vector(self.run, vector, request_filter, pred, offset, count)
+        rows = await self._rankings.vector(self._read, vector, request_filter, pred, offset, count)
         return [hit_of(row, float(row["score"])) for row in rows]
 
     async def _hybrid(
@@ -511,7 +557,9 @@ class PostgresEngine:
     ) -> list[Hit]:
         """Both rankings at once, each on a pooled connection of its own (Rankings.hybrid)."""
         pred = filter_predicate(request_filter)
-        fused = await self._rankings.hybrid((self.run, self.run), keywords, vector, request_filter, pred, offset, count)
+        fused = await self._rankings.hybrid(
+            (self._read, self._read), keywords, vector, request_filter, pred, offset, count
+        )
         return [hit_of(row, score) for row, score in fused]
 
     async def recall(self, request: RecallRequest) -> RecallAnswer:
@@ -524,9 +572,14 @@ class PostgresEngine:
     async def export_page(self, request: ExportRequest, *, after: int, ceiling: int | None, count: int) -> ExportPage:
         request = request.checked(self._limits)
         model = self._embedder.name if request.include_vectors else None
-        rows = await self.run(
-            plan_export(filter_predicate(request.filter), after=after, ceiling=ceiling, count=count, model=model)
-        )
+        pred = filter_predicate(request.filter)
+        statement = plan_export(pred, after=after, ceiling=ceiling, count=count, model=model)
+        if ceiling is None:
+            # The first page fixes the ceiling: every later page must be read where this one's rows are.
+            rows, seen = await self._read_seen(statement)
+            consistency.must_see(seen)
+        else:
+            rows = await self._read(statement)
         return ExportPage(
             rows=[
                 ExportRow(
@@ -541,26 +594,36 @@ class PostgresEngine:
     async def list(self, request: ListRequest) -> ListPage:
         request = request.checked(self._limits)
         scope = scope_of("list", request.filter)
-        after, ceiling = listing_position(self._cursors.resume(request.cursor, scope, None))
+        position = self._cursors.resume(request.cursor, scope, None)
+        after, ceiling = listing_position(position)
         pred = filter_predicate(request.filter)
-        rows = await self.run(plan_list(pred, after=after, ceiling=ceiling, count=request.limit + 1))
+        statement = plan_list(pred, after=after, ceiling=ceiling, count=request.limit + 1)
+        if position is None:
+            rows, seen = await self._read_seen(statement)
+        else:
+            # A later page is read where the first one's rows were (replica.py): none is skipped.
+            seen = listing_seen(position)
+            rows = await self._read(statement, at_least=seen)
         page = rows[: request.limit]
         more = len(rows) > request.limit
+        resume = [page[-1]["seq"], rows[0]["ceiling"]] if more else None
+        if resume is not None and seen is not None:
+            resume.append(seen)
         return ListPage(
             items=[hit_of(row, 0.0) for row in page],
-            next_cursor=self._cursors.issue(scope, [page[-1]["seq"], rows[0]["ceiling"]]) if more else None,
+            next_cursor=self._cursors.issue(scope, resume) if resume is not None else None,
         )
 
     async def get(self, request: GetRequest) -> list[Hit]:
         request = request.checked(self._limits)
         pred = filter_predicate(Filter(reach=request.reach)) if request.reach else filter_predicate(Filter())
         ids = list(dict.fromkeys(request.ids))
-        found = {row["id"]: row for row in await self.run(plan_get(pred, ids))}
+        found = {row["id"]: row for row in await self._read(plan_get(pred, ids))}
         return [hit_of(found[i], 0.0) for i in ids if i in found]
 
     async def explore(self, request: ExploreRequest) -> ExplorePage:
         request = request.checked(self._limits)
-        (row,) = await self.run(plan_explore(request.facet, filter_predicate(request.filter), request.limit))
+        (row,) = await self._read(plan_explore(request.facet, filter_predicate(request.filter), request.limit))
         if folds_facet(row["kept_rows"], row["distinct_values"]):
             self._facets.fold_soon()
         buckets = row["buckets"] if isinstance(row["buckets"], list) else json.loads(row["buckets"])

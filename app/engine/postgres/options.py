@@ -92,6 +92,17 @@ class UndoOptions:
 
 
 @dataclass(frozen=True)
+class ReplicaOptions:
+    """Reads on a streaming replica (replica.py), when the engine is given one."""
+
+    wait_ms: int = 250
+    """How long a read that presents a position waits for the replica to replay it before the
+    primary answers it instead."""
+    retry_s: float = 5.0
+    """After the replica fails to answer, reads go to the primary this long before it is tried again."""
+
+
+@dataclass(frozen=True)
 class RetentionOptions:
     """How often the sweeper erases the items whose retention expiry has passed (reads leave them
     out from that moment: the sweep bounds how long they stay on disk); 0: never (tests)."""
@@ -114,6 +125,8 @@ class EngineOptions:
     indexer: IndexerOptions = field(default_factory=IndexerOptions)
     """The vector indexer."""
     undo: UndoOptions = field(default_factory=UndoOptions)
-    """The undo window and its sweeper."""
+    """The undo window of forgets."""
+    replica: ReplicaOptions = field(default_factory=ReplicaOptions)
+    """Reads on a replica (used only with one)."""
     retention: RetentionOptions = field(default_factory=RetentionOptions)
     """The sweeper of expired items."""

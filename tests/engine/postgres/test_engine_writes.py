@@ -167,11 +167,11 @@ async def test_an_item_of_a_thread_is_embedded_after_the_item_stored_before_it(
         # Another namespace's thread of the same name is another thread.
         await engine.store(turn("Unrelated", "s1", namespace="user:bob"))
         assert counting.texts == [
-            "user: Did you go to the pottery class?",
-            "user: Did you go to the pottery class?\nuser: Yes, last Tuesday!",
-            "user: Other talk",
-            "user: Did you go to the pottery class?\nuser: Yes, last Tuesday!\nuser: It was fun",
-            "user: Unrelated",
+            "Did you go to the pottery class?",
+            "Yes, last Tuesday!\nDid you go to the pottery class?",
+            "Other talk",
+            "It was fun\nDid you go to the pottery class?\nYes, last Tuesday!",
+            "Unrelated",
         ]
         # The vector kept is the one of the text in context; the stored text is the item's own.
         (expected,) = await embedder.embed([counting.texts[1]])

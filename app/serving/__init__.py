@@ -1,0 +1,1 @@
+"""Running the HTTP service under uvicorn: its server process and its connections (docs/operations.md)."""

@@ -1,0 +1,1 @@
+"""The explorer at ``/ui`` and the offline API docs at ``/docs`` and ``/redoc`` (docs/explorer.md)."""

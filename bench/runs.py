@@ -1,0 +1,69 @@
+"""Where runs are kept, and which ones RESULTS.md is drawn from.
+
+Every run writes one JSON file under ``runs/`` (ignored by git: a rerun never changes a tracked
+file but the summary it regenerates), named by when it started, its sizes and its embedder. The
+tree keeps the runs RESULTS.md was published from in ``results/`` (``n<N>[-<embedder>].json``,
+each with its query plans beside it). RESULTS.md shows, for each size and embedder, the latest run
+of either; a smoke run (``--quick``) is never drawn into it.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+RUNS = "runs"
+PUBLISHED = "results"
+
+
+def run_name(started_at: str, sizes: list[int], embedder: str, *, quick: bool) -> str:
+    """``2026-12-05T051200Z-n10000-n100000-wordllama[-quick]``: sortable by time, readable by eye."""
+    stamp = datetime.strptime(started_at, "%Y-%m-%dT%H:%M:%SZ").strftime("%Y-%m-%dT%H%M%SZ")
+    return "-".join([stamp, *(f"n{n}" for n in sizes), embedder, *(["quick"] if quick else [])])
+
+
+def write_run(path: Path, record: dict[str, Any]) -> None:
+    """The run's one JSON file, written again as the run goes on (each size as it ends, then the growth)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record, indent=2) + "\n")
+
+
+def run_record(command: str, started_at: str, *, quick: bool, results: list[dict[str, Any]]) -> dict[str, Any]:
+    """A run's file: how it was started, and each size's results (each with its query plans)."""
+    return {"command": command, "started_at": started_at, "quick": quick, "results": results}
+
+
+def _published(directory: Path) -> list[dict[str, Any]]:
+    """The tree's runs: one size each, its plans in a text file beside it."""
+    found = []
+    for path in sorted(directory.glob("n*.json")):
+        result = json.loads(path.read_text())
+        result["source"] = f"{PUBLISHED}/{path.name}"
+        found.append(result)
+    return found
+
+
+def _made_here(directory: Path) -> list[dict[str, Any]]:
+    """The runs under ``runs/``, smoke runs left out, each size with the file it came from."""
+    found = []
+    for path in sorted(directory.glob("*.json")):
+        record = json.loads(path.read_text())
+        if record.get("quick"):
+            continue
+        for result in record["results"]:
+            found.append({**result, "source": f"{RUNS}/{path.name}"})
+    return found
+
+
+def latest(out: Path) -> list[dict[str, Any]]:
+    """The latest run of each size and embedder, published or made here, ordered as the report reads them."""
+    from bench.report import embedder_of
+
+    chosen: dict[tuple[int, str], dict[str, Any]] = {}
+    for result in _published(out / PUBLISHED) + _made_here(out / RUNS):
+        key = (result["n"], embedder_of(result)["setting"])
+        if key not in chosen or result["started_at"] > chosen[key]["started_at"]:
+            chosen[key] = result
+    return sorted(chosen.values(), key=lambda r: (r["n"], embedder_of(r)["setting"]))
