@@ -153,7 +153,7 @@ class PostgresEngine:
         self._limits = limits
         self._cursors = CursorCodec(cursor_secret)
         self.keys = PostgresKeys(self.run)
-        self.retention = PostgresRetention(self.connection)
+        self.retention = PostgresRetention(self.connection, self._reads.written)
         self._descriptor = EngineDescriptor(
             id="postgres",
             label="PostgreSQL + pgvector",
