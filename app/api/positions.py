@@ -23,7 +23,18 @@ HEADER = "Engram-Position"
 
 # The operations that answer a position (they write), and those that honour one (they read):
 # documented on each in openapi.json (app/api/openapi.py) and docs/api.md.
-WRITES = ("store", "store_many", "forget", "forget_within", "restore", "import_items")
+WRITES = (
+    "store",
+    "store_many",
+    "forget",
+    "forget_within",
+    "restore",
+    "import_items",
+    "set_retention",
+    "clear_retention",
+    "hold_retention",
+    "release_retention",
+)
 READS = ("fetch", "recall", "list", "get", "explore", "export_items")
 
 PARAMETER: dict[str, Any] = {

@@ -173,7 +173,8 @@ class ReferenceEngine:
         given = given or {}
         async with self._lock:
             threads = [thread_of(item) for item in checked]
-            in_order = sorted(self._live_records().values(), key=lambda r: r.seq)
+            live = self._live_records()
+            in_order = sorted(live.values(), key=lambda r: r.seq)
             latest: dict[ThreadKey, list[str]] = {}
             for record in in_order:
                 if thread := thread_of(record.item):
@@ -182,7 +183,6 @@ class ReferenceEngine:
             made = (await self._embedder.embed(embedded)).tolist()
             vectors = [list(map(float, given[p])) if p in given else made[p] for p in range(len(checked))]
             receipts = []
-            live = self._live_records()
             now = datetime.now(UTC)
             for item, vector in zip(checked, vectors, strict=True):
                 item_id = item.fingerprint()
@@ -207,7 +207,8 @@ class ReferenceEngine:
     async def sweep_expired(self) -> int:
         """Erase the records whose retention expiry has passed; how many."""
         async with self._lock:
-            gone = [i for i in self._records if i not in self._live_records()]
+            live = self._live_records()
+            gone = [i for i in self._records if i not in live]
             for item_id in gone:
                 del self._records[item_id]
             return len(gone)

@@ -63,7 +63,9 @@ async def test_the_document_says_which_operations_answer_and_which_honour_it(cli
         if any(header == r.get("headers", {}).get(positions.HEADER) for s, r in op["responses"].items() if s[0] == "2")
     }
     assert honouring == {"fetch", "recall", "list", "get", "explore", "export_items"}
-    assert answering == {"store", "store_many", "forget", "forget_within", "restore", "import_items"}
+    assert answering == {"store", "store_many", "forget", "forget_within", "restore", "import_items"} | {
+        f"{change}_retention" for change in ("set", "clear", "hold", "release")
+    }
     assert document["components"]["parameters"]["EngramPosition"]["in"] == "header"
 
 
@@ -146,10 +148,35 @@ async def test_every_write_route_answers_a_position(replicated_client: ClientFac
         exported = (await client.post("/v1/export", json={})).content
         imported = await post("/v1/import", content=exported, headers={"content-type": "application/x-ndjson"})
         assert imported.json()["replayed"] == 2  # a replay writes nothing, yet is a write to see
+        for change, body in (
+            ("", {"namespace": "team:x", "ttl": "P1D"}),
+            ("/hold", {"namespace": "team:x"}),
+            ("/release", {"namespace": "team:x"}),
+            ("/clear", {"namespace": "team:x"}),
+        ):
+            await post(f"/v1/retention{change}", json=body)
         assert set(answered) == {
             f"/v1/{name}" for name in ("store", "store_many", "forget", "restore", "forget_within", "import")
-        }
+        } | {f"/v1/retention{change}" for change in ("", "/hold", "/release", "/clear")}
         assert {p: v for p, v in answered.items() if not POSITION.match(v)} == {}
+
+
+async def test_a_policy_change_reaches_a_lagging_replica_with_its_position(
+    replicated_client: ClientFactory, primary: Primary, replica: Replica
+) -> None:
+    async with replicated_client() as client:
+        old = learning("the ferry timetable of last spring", namespace="team:x", observed_at="2020-04-01T08:00:00Z")
+        stored = await client.post("/v1/store", json=old)
+        catch_up(primary, replica)
+        ids = [stored.json()["id"]]
+        with paused(replica):
+            changed = await client.post("/v1/retention", json={"namespace": "team:x", "ttl": "P30D"})
+            assert changed.json()["expired"] == 1
+            position = changed.headers[positions.HEADER]
+            stale = (await client.post("/v1/get", json={"ids": ids})).json()["hits"]
+            fresh = (await client.post("/v1/get", json={"ids": ids}, headers={positions.HEADER: position})).json()
+            assert [h["id"] for h in stale] == ids, "the lagging replica has not replayed the change"
+            assert fresh["hits"] == [], "the position was honoured: expired"
 
 
 async def test_browsers_may_send_and_read_the_position(replicated_client: ClientFactory) -> None:

@@ -62,6 +62,7 @@ from app.engine.postgres.options import EngineOptions
 from app.engine.postgres.pool import Pools, PoolUsage, execute, fetch, fetchval
 from app.engine.postgres.queries.facets import folds_facet, plan_explore
 from app.engine.postgres.queries.listing import plan_get, plan_list
+from app.engine.postgres.queries.retention import POLICIES_SHARED
 from app.engine.postgres.queries.statement import Statement
 from app.engine.postgres.queries.sweeps import SWEEP_BATCH, plan_sweep_expired, plan_sweep_forgotten
 from app.engine.postgres.queries.transfer import plan_export
@@ -152,7 +153,7 @@ class PostgresEngine:
         self._limits = limits
         self._cursors = CursorCodec(cursor_secret)
         self.keys = PostgresKeys(self.run)
-        self.retention = PostgresRetention(self.connection)
+        self.retention = PostgresRetention(self.connection, self._reads.written)
         self._descriptor = EngineDescriptor(
             id="postgres",
             label="PostgreSQL + pgvector",
@@ -432,10 +433,12 @@ class PostgresEngine:
         return ForgetReport(forgotten=0, would_forget=row["n"], first_ids=list(row["first_ids"]))
 
     async def _delete(self, statement: Statement, keep: Keep | None, erase: Statement | None = None) -> ForgetReport:
-        """The delete (and an erasure's drop of copies kept for undo) in one transaction."""
+        """The delete (and an erasure's drop of copies kept for undo) in one transaction, not while a
+        retention change rewrites expiries (queries/retention.py)."""
         with database_errors():
             async with self.connection() as connection:
                 async with connection.transaction():
+                    await execute(connection, Statement(POLICIES_SHARED))
                     count = int(await fetchval(connection, statement) or 0)
                     if erase is not None:
                         await execute(connection, erase)

@@ -7,7 +7,7 @@ and rolls back, so it answers exactly what the change would expire.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 import asyncpg
 
@@ -44,8 +44,12 @@ class _DryRun(Exception):
 
 
 class PostgresRetention:
-    def __init__(self, acquire: Acquire) -> None:
+    """``written`` is told of each change's connection once it committed (a read replica's
+    position, app/engine/postgres/replica.py)."""
+
+    def __init__(self, acquire: Acquire, written: Callable[[asyncpg.Connection], Awaitable[None]]) -> None:
         self._acquire = acquire
+        self._written = written
 
     async def list(self) -> list[RetentionPolicy]:
         with database_errors():
@@ -101,6 +105,7 @@ class PostgresRetention:
                         answer = report(policy_of(row), expired, dry_run)
                         if dry_run:
                             raise _DryRun
+                    await self._written(connection)
                 except _DryRun:
                     pass
         assert answer is not None

@@ -88,6 +88,18 @@ async def test_one_replica_sweeps_at_a_time(pg_engine: PostgresEngine, database_
     assert await count_rows(pg_engine) == (5, 5)
 
 
+async def test_no_sweep_while_a_policy_change_rewrites_expiries(pg_engine: PostgresEngine, database_url: str) -> None:
+    await expiring(pg_engine, 3)
+    other = await asyncpg.connect(database_url.replace("postgresql+asyncpg://", "postgresql://"))
+    try:
+        async with other.transaction():
+            await other.execute(POLICIES_EXCLUSIVE)  # a change under way
+            assert await pg_engine.sweep_expired() == 0
+    finally:
+        await other.close()
+    assert await pg_engine.sweep_expired() == 3
+
+
 async def test_explore_without_a_filter_counts_only_what_has_not_expired(pg_engine: PostgresEngine) -> None:
     items = varied_items(300, seed=5)
     await store(pg_engine, items)

@@ -4,7 +4,9 @@ An item's ``expires_at`` is written with it (queries/writes.py INSERT_ITEMS) and
 for the subtree of a namespace, when a policy or a hold there changes (plan_recompute). A change
 holds the policies' advisory lock exclusively for its transaction, and every write takes it
 shared before its own locks (writes.LOCK_IDS): a write either commits before the change reads
-the items, or reads the changed policies, so no item keeps the expiry of a policy gone.
+the items, or reads the changed policies, so no item keeps the expiry of a policy gone. Forgets
+take it shared too, and the sweeper of expired items only when free (queries/sweeps.py): their
+row locks would otherwise meet a change's in other orders.
 """
 
 from __future__ import annotations
@@ -14,9 +16,9 @@ from app.contract.retention import Ttl
 from app.engine.postgres.filters import Predicate, live
 from app.engine.postgres.queries.statement import Statement
 
-_LOCK = "hashtext('engram_retention'), 0"
-POLICIES_SHARED = f"SELECT true FROM pg_advisory_xact_lock_shared({_LOCK})"
-POLICIES_EXCLUSIVE = f"SELECT pg_advisory_xact_lock({_LOCK})"
+POLICIES_LOCK = "hashtext('engram_retention'), 0"
+POLICIES_SHARED = f"SELECT true FROM pg_advisory_xact_lock_shared({POLICIES_LOCK})"
+POLICIES_EXCLUSIVE = f"SELECT pg_advisory_xact_lock({POLICIES_LOCK})"
 
 RECOMPUTE_BATCH = 10_000
 """Items a recompute statement reads at most: each statement stays well inside the statement
