@@ -14,9 +14,9 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from app.contract.errors import ConfigError, EngramError, InvalidRequest
 from app.contract.keys import KeyList
@@ -28,6 +28,8 @@ from app.telemetry.logs import configure_logging, json_line
 
 if TYPE_CHECKING:
     from app.engine.postgres.engine import PostgresEngine
+
+Validated = TypeVar("Validated", bound=BaseModel)
 
 
 def _serve(args: argparse.Namespace, settings: Settings) -> int:
@@ -267,7 +269,7 @@ async def _engine(settings: Settings) -> AsyncIterator[PostgresEngine]:
         await engine.close()
 
 
-def _validated(model: Any, data: Any) -> Any:
+def _validated(model: type[Validated], data: object) -> Validated:
     """``data`` as ``model``; a refusal names the field, as an API answer would."""
     try:
         return model.model_validate(data)
