@@ -11,11 +11,12 @@ import os
 import signal
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from app.contract.errors import ConfigError, EngramError, InvalidRequest
 from app.contract.keys import KeyList
@@ -24,6 +25,11 @@ from app.contract.wire import wire_json
 from app.engine import consistency
 from app.settings import Settings
 from app.telemetry.logs import configure_logging, json_line
+
+if TYPE_CHECKING:
+    from app.engine.postgres.engine import PostgresEngine
+
+Validated = TypeVar("Validated", bound=BaseModel)
 
 
 def _serve(args: argparse.Namespace, settings: Settings) -> int:
@@ -162,7 +168,6 @@ def _export(args: argparse.Namespace, settings: Settings) -> int:
 
     from app.contract.requests import ExploreRequest
     from app.contract.transfer import ExportRequest
-    from app.engine.postgres.service import open_postgres_engine
     from app.engine.transfer import export_lines
 
     try:
@@ -173,9 +178,7 @@ def _export(args: argparse.Namespace, settings: Settings) -> int:
     out = open(args.out, "wb") if args.out else sys.stdout.buffer  # noqa: SIM115 (closed below, or stdout)
 
     async def run() -> int:
-        logging.getLogger("engram").setLevel(logging.WARNING)
-        engine = await open_postgres_engine(settings)
-        try:
+        async with _engine(settings) as engine:
             # The export's pages are read where its first one was (app/engine/consistency.py).
             with consistency.positions():
                 total = (await engine.explore(ExploreRequest(facet="kind", filter=request.filter, limit=3))).total
@@ -183,8 +186,6 @@ def _export(args: argparse.Namespace, settings: Settings) -> int:
                     async for line in export_lines(engine, request):
                         out.write(line)
                         bar.update(1)
-        finally:
-            await engine.close()
         print(f"engram: exported {total} items", file=sys.stderr)
         return 0
 
@@ -200,7 +201,6 @@ def _import(args: argparse.Namespace, settings: Settings) -> int:
     from tqdm import tqdm
 
     from app.contract.namespaces import normalise_namespace
-    from app.engine.postgres.service import open_postgres_engine
     from app.engine.transfer import import_lines
     from app.importers.langgraph import langgraph_lines
     from app.importers.mem0 import mem0_lines, read_export
@@ -229,17 +229,14 @@ def _import(args: argparse.Namespace, settings: Settings) -> int:
             lines = _lines_of(content)
 
     async def run() -> int:
-        logging.getLogger("engram").setLevel(logging.WARNING)
-        engine = await open_postgres_engine(settings)
         unit = {"unit": "B", "unit_scale": True} if size is not None else {"unit": " lines"}
-        try:
-            with tqdm(total=size, file=sys.stderr, disable=None, leave=False, **unit) as bar:  # type: ignore[call-overload]
-                step = bar.update if size is not None else (lambda _: bar.update(1))
-                report = await import_lines(engine, lines, progress=step)
-        except (OSError, asyncpg.PostgresError) as error:
-            raise InvalidRequest(f"cannot read the langgraph store: {type(error).__name__}") from None
-        finally:
-            await engine.close()
+        async with _engine(settings) as engine:
+            try:
+                with tqdm(total=size, file=sys.stderr, disable=None, leave=False, **unit) as bar:  # type: ignore[call-overload]
+                    step = bar.update if size is not None else (lambda _: bar.update(1))
+                    report = await import_lines(engine, lines, progress=step)
+            except (OSError, asyncpg.PostgresError) as error:
+                raise InvalidRequest(f"cannot read the langgraph store: {type(error).__name__}") from None
         for refused in report.rejected:
             print(f"engram: line {refused.line}: {refused.message}", file=sys.stderr)
         trailer = f"; trailer {report.trailer}" if args.source == "engram" else ""
@@ -258,7 +255,21 @@ async def _lines_of(content: bytes) -> AsyncIterator[bytes]:
         yield line
 
 
-def _validated(model: Any, data: Any) -> Any:
+@asynccontextmanager
+async def _engine(settings: Settings) -> AsyncIterator[PostgresEngine]:
+    """The PostgreSQL engine for a command whose output is its answer (the engine's own info lines
+    are not: only its warnings show), closed when the command is done."""
+    from app.engine.postgres.service import open_postgres_engine
+
+    logging.getLogger("engram").setLevel(logging.WARNING)
+    engine = await open_postgres_engine(settings)
+    try:
+        yield engine
+    finally:
+        await engine.close()
+
+
+def _validated(model: type[Validated], data: object) -> Validated:
     """``data`` as ``model``; a refusal names the field, as an API answer would."""
     try:
         return model.model_validate(data)
@@ -269,7 +280,6 @@ def _validated(model: Any, data: Any) -> Any:
 
 def _keys(args: argparse.Namespace, settings: Settings) -> int:
     from app.contract.keys import KeyInfo, KeyRequest
-    from app.engine.postgres.service import open_postgres_engine
 
     def line(key: KeyInfo) -> str:
         reach = key.reach
@@ -279,17 +289,16 @@ def _keys(args: argparse.Namespace, settings: Settings) -> int:
         return f"{key.id}  {key.role:<5}  {state:<7}  {scope}  {key.name!r}  last used {used}"
 
     async def run() -> int:
-        logging.getLogger("engram").setLevel(logging.WARNING)  # the output is the keys, not how they were reached
-        engine = await open_postgres_engine(settings)
-        try:
+        async with _engine(settings) as engine:
             if args.keys_command == "create":
-                request = KeyRequest.model_validate(
+                request = _validated(
+                    KeyRequest,
                     {
                         "name": args.name,
                         "role": args.role,
                         "reach": {"at": args.at, "inherit": args.inherit, "descendants": args.descendants},
                         "expires_at": args.expires_at,
-                    }
+                    },
                 )
                 made = await engine.keys.create(request)
                 if args.json:
@@ -306,29 +315,20 @@ def _keys(args: argparse.Namespace, settings: Settings) -> int:
                     print(line(key))
             else:
                 print(line(await engine.keys.revoke(args.id)))
-        finally:
-            await engine.close()
         return 0
 
-    try:
-        return asyncio.run(run())
-    except ValidationError as error:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg'].lower()}" for e in error.errors())
-        raise InvalidRequest(problems) from None
+    return asyncio.run(run())
 
 
 def _retention(args: argparse.Namespace, settings: Settings) -> int:
     from app.contract.retention import RetentionList, RetentionPolicy, RetentionRequest, RetentionTarget
-    from app.engine.postgres.service import open_postgres_engine
 
     def line(policy: RetentionPolicy) -> str:
         held = "  legal hold" if policy.hold else ""
         return f"{policy.namespace}  ttl {policy.ttl or '-'}{held}  since {format_instant(policy.updated_at)}"
 
     async def run() -> int:
-        logging.getLogger("engram").setLevel(logging.WARNING)  # the output is the policies, not how they were reached
-        engine = await open_postgres_engine(settings)
-        try:
+        async with _engine(settings) as engine:
             if args.retention_command == "list":
                 held = await engine.retention.list()
                 if args.json:
@@ -344,8 +344,6 @@ def _retention(args: argparse.Namespace, settings: Settings) -> int:
             else:
                 target = _validated(RetentionTarget, {"namespace": args.namespace, "dry_run": args.dry_run})
                 done = await getattr(engine.retention, args.retention_command)(target)
-        finally:
-            await engine.close()
         if args.json:
             print(wire_json(done))
             return 0

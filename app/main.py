@@ -82,7 +82,7 @@ def create_app(settings: Settings | None = None, engine_factory: EngineFactory =
     app.openapi = openapi  # type: ignore[method-assign]
 
     # Served behind the same perimeter as every other route.
-    @app.get("/openapi.json", include_in_schema=False)
+    @app.get(ui.OPENAPI_PATH, include_in_schema=False)
     async def openapi_json() -> JSONResponse:
         return JSONResponse(openapi())
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import httpx
@@ -16,9 +16,8 @@ from app.engine.postgres import schema
 from app.engine.postgres.engine import PostgresEngine
 from app.engine.postgres.options import EngineOptions, PoolOptions
 from app.engine.reference import ReferenceEngine
-from app.main import create_app
 from app.settings import Settings
-from tests.support.engines import ClientFactory, truncate
+from tests.support.engines import ClientFactory, app_client, truncate
 from tests.support.live import Database
 from tests.support.replica import Primary, Replica, catch_up, streaming_pair
 from tests.support.scratch import scratch
@@ -101,18 +100,8 @@ def engine(request: pytest.FixtureRequest, embedder: WordLlamaEmbedder) -> Any:
 def make_client(pg_engine: PostgresEngine) -> ClientFactory:
     """``async with make_client(api_keys="k") as client``: the app over real HTTP semantics (ASGI)."""
 
-    @asynccontextmanager
-    async def factory(**overrides: Any) -> AsyncIterator[httpx.AsyncClient]:
-        settings = Settings(**overrides)
-
-        async def shared_engine(_: Settings) -> PostgresEngine:
-            return pg_engine
-
-        app = create_app(settings, engine_factory=shared_engine)
-        async with app.router.lifespan_context(app):
-            transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
-            async with httpx.AsyncClient(transport=transport, base_url="http://engram.test") as client:
-                yield client
+    def factory(**overrides: Any) -> AbstractAsyncContextManager[httpx.AsyncClient]:
+        return app_client(pg_engine, Settings(**overrides))
 
     return factory
 

@@ -7,7 +7,7 @@ and releases only where it writes the whole subtree a policy there rules, and li
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated
+from typing import Annotated, TypeVar
 
 from fastapi import APIRouter, Depends, Request, Response
 
@@ -18,17 +18,22 @@ from app.contract.namespaces import Namespace
 from app.contract.retention import RetentionList, RetentionReport, RetentionRequest, RetentionTarget
 from app.engine.retention import RetentionStore
 
+Change = TypeVar("Change", RetentionRequest, RetentionTarget)
+
 
 @dataclass(frozen=True)
 class RetentionManager:
     store: RetentionStore
     access: Access
 
-    def check(self, namespace: str) -> None:
-        """``forbidden`` unless the caller governs ``namespace`` (a bad namespace is ``invalid_request``)."""
-        node = Namespace.parse(namespace)
+    def checked(self, body: Change) -> Change:
+        """``body`` checked; ``forbidden`` unless the caller governs its namespace (a bad namespace
+        is ``invalid_request``)."""
+        request = body.checked()
+        node = Namespace.parse(request.namespace)
         if not self.access.governs(node):
             raise Forbidden(f"namespace {quoted(str(node))} is outside this key's reach")
+        return request
 
 
 async def retention_manager(request: Request) -> RetentionManager:
@@ -57,30 +62,22 @@ async def list_retention(retention: Manager) -> Response:
 async def set_retention(body: RetentionRequest, retention: Manager) -> Response:
     """Set the time to live (an ISO-8601 duration such as `P30D`) of the items at a namespace and
     below, unless a deeper policy sets its own; `expired` counts the items it expired at once."""
-    request = body.checked()
-    retention.check(request.namespace)
-    return answer(await retention.store.set(request))
+    return answer(await retention.store.set(retention.checked(body)))
 
 
 @router.post("/clear", response_model=RetentionReport, operation_id="clear_retention", responses=CHANGE_ERRORS)
 async def clear_retention(body: RetentionTarget, retention: Manager) -> Response:
     """Remove the time to live set at a namespace: its items follow the policy above it, if any."""
-    request = body.checked()
-    retention.check(request.namespace)
-    return answer(await retention.store.clear(request))
+    return answer(await retention.store.clear(retention.checked(body)))
 
 
 @router.post("/hold", response_model=RetentionReport, operation_id="hold_retention", responses=ERRORS)
 async def hold_retention(body: RetentionTarget, retention: Manager) -> Response:
     """Place a legal hold at a namespace: no item at it or below expires while the hold stands."""
-    request = body.checked()
-    retention.check(request.namespace)
-    return answer(await retention.store.hold(request))
+    return answer(await retention.store.hold(retention.checked(body)))
 
 
 @router.post("/release", response_model=RetentionReport, operation_id="release_retention", responses=CHANGE_ERRORS)
 async def release_retention(body: RetentionTarget, retention: Manager) -> Response:
     """Lift the legal hold at a namespace: its items expire again as their policies say."""
-    request = body.checked()
-    retention.check(request.namespace)
-    return answer(await retention.store.release(request))
+    return answer(await retention.store.release(retention.checked(body)))

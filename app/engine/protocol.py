@@ -1,4 +1,4 @@
-"""The MemoryEngine protocol: what every engine offers (seed 000, contract §5)."""
+"""The MemoryEngine protocol: what every engine offers (contract §5)."""
 
 from __future__ import annotations
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import Any
 
 from fastapi import FastAPI
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -121,7 +120,7 @@ def _headers(variable: str) -> list[str]:
 class Tracing:
     """The tracer provider of a service whose traces are exported; shut down with the service."""
 
-    def __init__(self, provider: Any) -> None:
+    def __init__(self, provider: TracerProvider) -> None:
         self._provider = provider
 
     def shutdown(self) -> None:

@@ -18,10 +18,12 @@ from fastapi.responses import HTMLResponse
 from starlette.responses import RedirectResponse, Response
 
 from app.contract.errors import NotFound, quoted
-from app.ui.assets import docs_assets, explorer_assets
+from app.ui.assets import Asset, docs_assets, explorer_assets
 
 UI_PATH = "/ui"
 DOCS_ASSETS = "/docs/assets"
+DOCS_TITLE = "Engram API"
+OPENAPI_PATH = "/openapi.json"  # app/main.py serves it
 _INLINE_SCRIPT = re.compile(r"<script>(.*?)</script>", re.S)
 
 
@@ -35,6 +37,13 @@ def _offline(page: HTMLResponse) -> HTMLResponse:
         "font-src 'self' data:; worker-src 'self' blob:; connect-src 'self'; base-uri 'none'; frame-ancestors 'none'"
     )
     return page
+
+
+def _file(files: dict[str, Asset], name: str, request: Request, what: str) -> Response:
+    """The file ``name`` of ``files``; a ``not_found`` envelope names the ``what`` when there is none."""
+    if name not in files:
+        raise NotFound(f"no {what} file {quoted(name)}")
+    return files[name].response(request)
 
 
 def mount(app: FastAPI) -> frozenset[tuple[str, str]]:
@@ -51,21 +60,17 @@ def mount(app: FastAPI) -> frozenset[tuple[str, str]]:
     async def explorer_file(name: str, request: Request) -> Response:
         if not name:  # "/ui/": the page's relative links are written for "/ui"
             return RedirectResponse("../ui", status_code=307)
-        if name not in explorer:
-            raise NotFound(f"no explorer file {quoted(name)}")
-        return explorer[name].response(request)
+        return _file(explorer, name, request, "explorer")
 
     @app.get(DOCS_ASSETS + "/{name}", include_in_schema=False)
     async def docs_file(name: str, request: Request) -> Response:
-        if name not in docs:
-            raise NotFound(f"no docs file {quoted(name)}")
-        return docs[name].response(request)
+        return _file(docs, name, request, "docs")
 
     @app.get("/docs", include_in_schema=False)
     async def swagger() -> HTMLResponse:
         page = get_swagger_ui_html(
-            openapi_url="/openapi.json",
-            title="Engram API",
+            openapi_url=OPENAPI_PATH,
+            title=DOCS_TITLE,
             swagger_js_url=f"{DOCS_ASSETS}/swagger-ui-bundle.js",
             swagger_css_url=f"{DOCS_ASSETS}/swagger-ui.css",
             swagger_favicon_url=f"{DOCS_ASSETS}/favicon.png",
@@ -77,8 +82,8 @@ def mount(app: FastAPI) -> frozenset[tuple[str, str]]:
     @app.get("/redoc", include_in_schema=False)
     async def redoc() -> HTMLResponse:
         page = get_redoc_html(
-            openapi_url="/openapi.json",
-            title="Engram API",
+            openapi_url=OPENAPI_PATH,
+            title=DOCS_TITLE,
             redoc_js_url=f"{DOCS_ASSETS}/redoc.standalone.js",
             redoc_favicon_url=f"{DOCS_ASSETS}/favicon.png",
             with_google_fonts=False,

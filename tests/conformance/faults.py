@@ -8,16 +8,20 @@ from dataclasses import dataclass
 from app.contract.meta import Filter, Meta
 from app.embeddings.protocol import Embedder
 from app.engine.reference import ReferenceEngine, _Record
-from tests.conformance.support import failed, failing_names, outcomes_against
+from tests.conformance.support import Wrapper, failed, failing_names, outcomes_against
 
 
 @dataclass(frozen=True)
 class Fault:
-    """A broken service (built from an embedder) and the check that must catch it."""
+    """A broken service and the check that must catch it: the engine ``build`` makes from an
+    embedder (a faithful one unless the fault is in it), served behind ``wrap`` when the fault is
+    in the HTTP layer, with auth on and ``api_key`` given when the fault needs a key."""
 
     name: str
-    build: Callable[[Embedder], ReferenceEngine]
     caught_by: str
+    build: Callable[[Embedder], ReferenceEngine] = ReferenceEngine
+    wrap: Wrapper | None = None
+    api_key: str | None = None
 
     def __str__(self) -> str:
         return self.name
@@ -25,7 +29,7 @@ class Fault:
 
 async def assert_caught(fault: Fault, embedder: Embedder, family: str) -> None:
     """The fault's check is among the family's failures against the broken service."""
-    outcomes = await outcomes_against(fault.build(embedder), [family])
+    outcomes = await outcomes_against(fault.build(embedder), [family], api_key=fault.api_key, wrap=fault.wrap)
     assert fault.caught_by in failing_names(outcomes), failed(outcomes)
 
 

@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-
-import httpx
-from starlette.types import ASGIApp
+from collections.abc import Sequence
 
 from app.conformance.runner import Outcome, run_checks, selected
 from app.engine.protocol import MemoryEngine
-from app.main import create_app
 from app.settings import Settings
-
-Wrapper = Callable[[ASGIApp], ASGIApp]
+from tests.support.engines import Wrapper, app_client
 
 # Checks the service is known to fail (``family/name``), while a fix is on its way: tests/conformance/
 # live.sh (in .ci/run) passes them to ``engram conformance --known-failures``, which fails once one
@@ -33,18 +28,10 @@ async def outcomes_against(
     ``api_key`` turns auth on and gives the run that key; ``wrap`` puts a middleware around the app
     (a fault in the HTTP layer); ``names`` keeps only those checks.
     """
-
-    async def given(_: Settings) -> MemoryEngine:
-        return engine
-
-    app = create_app(Settings(api_keys=api_key), engine_factory=given)
     headers = {"authorization": f"Bearer {api_key}"} if api_key else {}
     checks = [c for c in selected(families) if not names or c.name in names]
-    async with app.router.lifespan_context(app):
-        served = wrap(app) if wrap else app
-        transport = httpx.ASGITransport(app=served, raise_app_exceptions=False)
-        async with httpx.AsyncClient(transport=transport, base_url="http://engram.test", headers=headers) as client:
-            return await run_checks(client, checks)
+    async with app_client(engine, Settings(api_keys=api_key), wrap=wrap, headers=headers) as client:
+        return await run_checks(client, checks)
 
 
 def failed(outcomes: Sequence[Outcome]) -> list[str]:

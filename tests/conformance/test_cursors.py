@@ -121,15 +121,15 @@ class ListingNewItemsToo(ReferenceEngine):
 
 
 FAULTS = [
-    Fault("a cursor it cannot read restarts", with_codec(RestartingCodec), "a_cursor_not_issued_is_refused"),
+    Fault("a cursor it cannot read restarts", "a_cursor_not_issued_is_refused", with_codec(RestartingCodec)),
     Fault(
-        "a cursor honoured for any request", with_codec(UnboundCodec), "a_cursor_is_bound_to_its_query_filter_and_mode"
+        "a cursor honoured for any request", "a_cursor_is_bound_to_its_query_filter_and_mode", with_codec(UnboundCodec)
     ),
-    Fault("list pages by offset", OffsetListing, "listing_is_stable_under_concurrent_writes"),
-    Fault("list pages newest first by offset", NewestFirstOffsetListing, "listing_is_stable_under_concurrent_writes"),
-    Fault("a cursor on the last list page", CursorOnTheLastPage, "list_cursors_visit_every_match_once_and_end"),
-    Fault("a fetch cursor ignored", FetchCursorIgnored, "fetch_cursors_visit_every_hit_once_and_end"),
-    Fault("fetch pages overlap", OverlappingFetchPages, "fetch_cursors_visit_every_hit_once_and_end"),
+    Fault("list pages by offset", "listing_is_stable_under_concurrent_writes", OffsetListing),
+    Fault("list pages newest first by offset", "listing_is_stable_under_concurrent_writes", NewestFirstOffsetListing),
+    Fault("a cursor on the last list page", "list_cursors_visit_every_match_once_and_end", CursorOnTheLastPage),
+    Fault("a fetch cursor ignored", "fetch_cursors_visit_every_hit_once_and_end", FetchCursorIgnored),
+    Fault("fetch pages overlap", "fetch_cursors_visit_every_hit_once_and_end", OverlappingFetchPages),
 ]
 
 

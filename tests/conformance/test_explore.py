@@ -137,17 +137,17 @@ class ScanLimitIgnoredQuietly(ReferenceEngine):
 
 
 FAULTS = [
-    Fault("a sample counted as exact", Sampled, "every_facet_counts_exactly"),
-    Fault("missing off by one", MissingOffByOne, "every_facet_counts_exactly"),
-    Fault("an item counted under its first tag only", FirstTagOnly, "every_facet_counts_exactly"),
-    Fault("namespace values that are not paths", LastSegmentNamespaces, "a_narrowed_bucket_lists_its_count"),
-    Fault("tool_call buckets by call id", ToolCallIds, "a_narrowed_bucket_lists_its_count"),
-    Fault("ties in a locale's order", TiesCaseFolded, "buckets_sort_by_count_then_code_point"),
-    Fault("ties in UTF-16 order", TiesInUtf16Order, "buckets_sort_by_count_then_code_point"),
-    Fault("the cut not counted", CutNotCounted, "buckets_are_cut_to_the_limit_and_the_cut_is_counted"),
-    Fault("cut before sorting", CutBeforeSorting, "buckets_are_cut_to_the_limit_and_the_cut_is_counted"),
-    Fault("an exact count said truncated", AlwaysTruncated, "a_complete_count_is_not_truncated"),
-    Fault("a partial scan said exact", ScanLimitIgnoredQuietly, "a_complete_count_is_not_truncated"),
+    Fault("a sample counted as exact", "every_facet_counts_exactly", Sampled),
+    Fault("missing off by one", "every_facet_counts_exactly", MissingOffByOne),
+    Fault("an item counted under its first tag only", "every_facet_counts_exactly", FirstTagOnly),
+    Fault("namespace values that are not paths", "a_narrowed_bucket_lists_its_count", LastSegmentNamespaces),
+    Fault("tool_call buckets by call id", "a_narrowed_bucket_lists_its_count", ToolCallIds),
+    Fault("ties in a locale's order", "buckets_sort_by_count_then_code_point", TiesCaseFolded),
+    Fault("ties in UTF-16 order", "buckets_sort_by_count_then_code_point", TiesInUtf16Order),
+    Fault("the cut not counted", "buckets_are_cut_to_the_limit_and_the_cut_is_counted", CutNotCounted),
+    Fault("cut before sorting", "buckets_are_cut_to_the_limit_and_the_cut_is_counted", CutBeforeSorting),
+    Fault("an exact count said truncated", "a_complete_count_is_not_truncated", AlwaysTruncated),
+    Fault("a partial scan said exact", "a_complete_count_is_not_truncated", ScanLimitIgnoredQuietly),
 ]
 
 

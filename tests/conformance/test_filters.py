@@ -165,68 +165,68 @@ class ReversedTurnsRead(ReferenceEngine):
 FAULTS = [
     Fault(
         "descendants ignored",
-        admitting(lambda f, k, m: reach_flags(f, descendants=False).matches(k, m)),
         "reach_with_descendants_sees_the_subtree",
+        admitting(lambda f, k, m: reach_flags(f, descendants=False).matches(k, m)),
     ),
     Fault(
         "inherit ignored",
-        admitting(lambda f, k, m: reach_flags(f, inherit=False).matches(k, m)),
         "reach_sees_itself_and_with_inherit_its_ancestors",
+        admitting(lambda f, k, m: reach_flags(f, inherit=False).matches(k, m)),
     ),
-    Fault("a subtree found by text prefix", admitting(descendants_by_text), "reach_never_admits_a_sibling"),
+    Fault("a subtree found by text prefix", "reach_never_admits_a_sibling", admitting(descendants_by_text)),
     Fault(
-        "a root reach sees everything", admitting(root_reach_sees_all), "reach_defaults_to_inherit_without_descendants"
+        "a root reach sees everything", "reach_defaults_to_inherit_without_descendants", admitting(root_reach_sees_all)
     ),
     Fault(
         "language ignored",
-        admitting(lambda f, k, m: without(f, language=None).matches(k, m)),
         "exact_fields_match_only_their_value",
+        admitting(lambda f, k, m: without(f, language=None).matches(k, m)),
     ),
     Fault(
         "source_id ignored",
-        admitting(lambda f, k, m: without(f, source_id=None).matches(k, m)),
         "exact_fields_match_only_their_value",
+        admitting(lambda f, k, m: without(f, source_id=None).matches(k, m)),
     ),
-    Fault("repo compared ignoring case", admitting(exact_ignoring_case), "exact_fields_match_only_their_value"),
-    Fault("thread_id by prefix", admitting(thread_by_prefix), "exact_fields_match_only_their_value"),
+    Fault("repo compared ignoring case", "exact_fields_match_only_their_value", admitting(exact_ignoring_case)),
+    Fault("thread_id by prefix", "exact_fields_match_only_their_value", admitting(thread_by_prefix)),
     Fault(
-        "folder prefix without a boundary", admitting(folder_by_text), "folder_and_file_path_match_on_a_slash_boundary"
+        "folder prefix without a boundary", "folder_and_file_path_match_on_a_slash_boundary", admitting(folder_by_text)
     ),
     Fault(
         "folder by an unescaped LIKE",
-        admitting(folder_by_unescaped_like),
         "folder_and_file_path_match_on_a_slash_boundary",
+        admitting(folder_by_unescaped_like),
     ),
-    Fault("a subtree by an unescaped LIKE", admitting(subtree_by_unescaped_like), "reach_never_admits_a_sibling"),
-    Fault("a trailing slash kept", admitting(trailing_slash_kept), "folder_and_file_path_match_on_a_slash_boundary"),
+    Fault("a subtree by an unescaped LIKE", "reach_never_admits_a_sibling", admitting(subtree_by_unescaped_like)),
+    Fault("a trailing slash kept", "folder_and_file_path_match_on_a_slash_boundary", admitting(trailing_slash_kept)),
     Fault(
         "fetch ignores folder in vector mode",
-        VectorFetchIgnoresFolder,
         "folder_and_file_path_match_on_a_slash_boundary",
+        VectorFetchIgnoresFolder,
     ),
-    Fault("turns by overlap", admitting(turns_overlapping), "turns_match_the_exact_range"),
-    Fault("a reversed turns range listed", ReversedTurnsRead, "a_reversed_turns_range_is_refused"),
-    Fault("tool_call by prefix", admitting(tool_by_prefix), "tool_call_matches_the_tool_name"),
+    Fault("turns by overlap", "turns_match_the_exact_range", admitting(turns_overlapping)),
+    Fault("a reversed turns range listed", "a_reversed_turns_range_is_refused", ReversedTurnsRead),
+    Fault("tool_call by prefix", "tool_call_matches_the_tool_name", admitting(tool_by_prefix)),
     Fault(
         "kinds ignored",
-        admitting(lambda f, k, m: without(f, kinds=[]).matches(k, m)),
         "kinds_and_sources_admit_the_listed_kinds",
+        admitting(lambda f, k, m: without(f, kinds=[]).matches(k, m)),
     ),
-    Fault("no default source", admitting(sources_default_missing), "kinds_and_sources_admit_the_listed_kinds"),
-    Fault("tags_any needs every tag", admitting(tags_all), "tags_any_needs_one_shared_tag"),
-    Fault("an empty tags_any matches nothing", admitting(empty_tags_match_nothing), "tags_any_needs_one_shared_tag"),
-    Fault("explore ignores tags_any", ExploreIgnoresTags, "tags_any_needs_one_shared_tag"),
-    Fault("observed_after exclusive", admitting(after_exclusive), "observed_after_is_inclusive_and_before_exclusive"),
+    Fault("no default source", "kinds_and_sources_admit_the_listed_kinds", admitting(sources_default_missing)),
+    Fault("tags_any needs every tag", "tags_any_needs_one_shared_tag", admitting(tags_all)),
+    Fault("an empty tags_any matches nothing", "tags_any_needs_one_shared_tag", admitting(empty_tags_match_nothing)),
+    Fault("explore ignores tags_any", "tags_any_needs_one_shared_tag", ExploreIgnoresTags),
+    Fault("observed_after exclusive", "observed_after_is_inclusive_and_before_exclusive", admitting(after_exclusive)),
     Fault(
-        "instants to the second", admitting(observed_to_the_second), "observed_after_is_inclusive_and_before_exclusive"
+        "instants to the second", "observed_after_is_inclusive_and_before_exclusive", admitting(observed_to_the_second)
     ),
     Fault(
         "unobserved items before any instant",
-        admitting(unobserved_before_anything),
         "observed_after_is_inclusive_and_before_exclusive",
+        admitting(unobserved_before_anything),
     ),
     Fault(
-        "forget by filter ignores language", ForgetIgnoresLanguage, "forget_by_filter_removes_exactly_what_it_admits"
+        "forget by filter ignores language", "forget_by_filter_removes_exactly_what_it_admits", ForgetIgnoresLanguage
     ),
 ]
 

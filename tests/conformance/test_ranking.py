@@ -145,19 +145,19 @@ class BlankQueryMatchesNothing(ReferenceEngine):
 
 
 FAULTS = [
-    Fault("a similarity cut-off", SimilarityCutOff, "every_mode_returns_min_of_limit_and_matches"),
-    Fault("keyword stops at three hits", KeywordTopThree, "every_mode_returns_min_of_limit_and_matches"),
-    Fault("hybrid drops what only vector finds", HybridOnlyKeyword, "every_mode_returns_min_of_limit_and_matches"),
-    Fault("vector worst first", WorstFirst, "hits_come_best_first"),
-    Fault("scores out of order", ScoresNotInOrder, "hits_come_best_first"),
-    Fault("later pages worst first", LaterPagesWorstFirst, "hits_come_best_first"),
-    Fault("keyword without stemming", scoring(unstemmed), "keyword_matches_stemmed_terms_and_only_them"),
-    Fault("keyword by substring", scoring(by_substring), "keyword_matches_stemmed_terms_and_only_them"),
-    Fault("keyword matches stop words", scoring(counting_stop_words), "stop_words_alone_match_nothing"),
-    Fault("phrases ignored", scoring(phrases_ignored), "quoted_phrases_are_honoured"),
-    Fault("a mode served that is not listed", ServesModesItDoesNotList, "a_mode_not_offered_is_unsupported"),
+    Fault("a similarity cut-off", "every_mode_returns_min_of_limit_and_matches", SimilarityCutOff),
+    Fault("keyword stops at three hits", "every_mode_returns_min_of_limit_and_matches", KeywordTopThree),
+    Fault("hybrid drops what only vector finds", "every_mode_returns_min_of_limit_and_matches", HybridOnlyKeyword),
+    Fault("vector worst first", "hits_come_best_first", WorstFirst),
+    Fault("scores out of order", "hits_come_best_first", ScoresNotInOrder),
+    Fault("later pages worst first", "hits_come_best_first", LaterPagesWorstFirst),
+    Fault("keyword without stemming", "keyword_matches_stemmed_terms_and_only_them", scoring(unstemmed)),
+    Fault("keyword by substring", "keyword_matches_stemmed_terms_and_only_them", scoring(by_substring)),
+    Fault("keyword matches stop words", "stop_words_alone_match_nothing", scoring(counting_stop_words)),
+    Fault("phrases ignored", "quoted_phrases_are_honoured", scoring(phrases_ignored)),
+    Fault("a mode served that is not listed", "a_mode_not_offered_is_unsupported", ServesModesItDoesNotList),
     Fault(
-        "a blank query matches nothing", BlankQueryMatchesNothing, "a_blank_query_or_a_limit_out_of_range_is_refused"
+        "a blank query matches nothing", "a_blank_query_or_a_limit_out_of_range_is_refused", BlankQueryMatchesNothing
     ),
 ]
 

@@ -76,14 +76,14 @@ class InstructionsRefused(ReferenceEngine):
 
 
 FAULTS = [
-    Fault("recall ignores its filter", FilterIgnored, "citations_stay_within_the_limit_and_the_filter"),
-    Fault("recall ignores all but the reach", OnlyTheReachBinds, "citations_stay_within_the_limit_and_the_filter"),
-    Fault("one citation too many", OneCitationTooMany, "citations_stay_within_the_limit_and_the_filter"),
-    Fault("a blank answer when nothing is stored", BlankWhenNothingIsStored, "the_answer_is_never_blank"),
-    Fault("only items sharing a word are cited", KeywordOnly, "a_filter_that_admits_items_gets_a_citation"),
-    Fault("citation ids that do not resolve", CitesIdsItDoesNotHold, "citation_ids_resolve_through_get"),
-    Fault("citations of the wrong kind", CitesTheWrongKind, "citation_ids_resolve_through_get"),
-    Fault("instructions refused", InstructionsRefused, "instructions_are_accepted"),
+    Fault("recall ignores its filter", "citations_stay_within_the_limit_and_the_filter", FilterIgnored),
+    Fault("recall ignores all but the reach", "citations_stay_within_the_limit_and_the_filter", OnlyTheReachBinds),
+    Fault("one citation too many", "citations_stay_within_the_limit_and_the_filter", OneCitationTooMany),
+    Fault("a blank answer when nothing is stored", "the_answer_is_never_blank", BlankWhenNothingIsStored),
+    Fault("only items sharing a word are cited", "a_filter_that_admits_items_gets_a_citation", KeywordOnly),
+    Fault("citation ids that do not resolve", "citation_ids_resolve_through_get", CitesIdsItDoesNotHold),
+    Fault("citations of the wrong kind", "citation_ids_resolve_through_get", CitesTheWrongKind),
+    Fault("instructions refused", "instructions_are_accepted", InstructionsRefused),
 ]
 
 

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import httpx
-
 from app.conformance.kit import Check, Failed, Probe
 from app.conformance.runner import Outcome, run_checks, surprises
 from app.embeddings.wordllama import WordLlamaEmbedder
 from app.engine.reference import ReferenceEngine
-from app.main import create_app
-from app.settings import Settings
+from tests.support.engines import app_client
 
 STORED: list[str] = []
 
@@ -28,18 +25,10 @@ async def _misreads(probe: Probe) -> None:
 
 
 async def test_each_outcome_is_reported_and_the_namespace_forgotten(embedder: WordLlamaEmbedder) -> None:
-    engine = ReferenceEngine(embedder)
-
-    async def given(_: Settings) -> ReferenceEngine:
-        return engine
-
-    app = create_app(Settings(), engine_factory=given)
     checks = [Check("f", "stores", _stores), Check("f", "fails", _fails), Check("f", "misreads", _misreads)]
-    async with app.router.lifespan_context(app):
-        transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
-        async with httpx.AsyncClient(transport=transport, base_url="http://engram.test") as client:
-            outcomes = await run_checks(client, checks)
-            left = (await client.post("/v1/get", json={"ids": STORED})).json()["hits"]
+    async with app_client(ReferenceEngine(embedder)) as client:
+        outcomes = await run_checks(client, checks)
+        left = (await client.post("/v1/get", json={"ids": STORED})).json()["hits"]
     assert [(o.name, o.passed) for o in outcomes] == [("stores", True), ("fails", False), ("misreads", False)]
     assert outcomes[1].reason == "the reason"
     assert "KeyError" in outcomes[2].reason

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import struct
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -16,8 +14,9 @@ from app.contract.namespaces import Reach
 from app.contract.requests import ForgetByFilter, ForgetByIds, ForgetReport, ForgetTarget, GetRequest, Hit, StoreReceipt
 from app.embeddings.wordllama import WordLlamaEmbedder
 from app.engine.reference import ReferenceEngine
+from tests.conformance.faults import Fault, assert_caught
 from tests.conformance.middleware import Answer, intercepting, rewriting
-from tests.conformance.support import Wrapper, failed, failing_names, outcomes_against
+from tests.conformance.support import failed, outcomes_against
 
 
 class ReplayWritesAgain(ReferenceEngine):
@@ -132,14 +131,6 @@ def _confidence_as_float32(answer: Answer) -> None:
         answer.json = {"hits": hits}
 
 
-@dataclass(frozen=True)
-class Fault:
-    name: str
-    caught_by: str
-    engine: Callable[[WordLlamaEmbedder], ReferenceEngine] = ReferenceEngine
-    wrap: Wrapper | None = None
-
-
 FAULTS = [
     Fault("a replay answers written", "store_writes_then_replays", ReplayWritesAgain),
     Fault("tags are a set", "ids_are_fingerprints", TagsAsASet),
@@ -168,7 +159,6 @@ async def test_a_faithful_service_passes(embedder: WordLlamaEmbedder) -> None:
     assert failed(await outcomes_against(ReferenceEngine(embedder), ["writes"])) == []
 
 
-@pytest.mark.parametrize("fault", FAULTS, ids=[f.name for f in FAULTS])
+@pytest.mark.parametrize("fault", FAULTS, ids=str)
 async def test_each_fault_is_caught(fault: Fault, embedder: WordLlamaEmbedder) -> None:
-    outcomes = await outcomes_against(fault.engine(embedder), ["writes"], wrap=fault.wrap)
-    assert fault.caught_by in failing_names(outcomes), failed(outcomes)
+    await assert_caught(fault, embedder, "writes")

@@ -18,7 +18,6 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from app.contract.meta import Meta
@@ -35,11 +34,9 @@ from app.engine.grounded import (
     cited_ids,
     shown_hits,
 )
-from app.engine.postgres.engine import PostgresEngine
 from app.engine.postgres.service import open_postgres_engine
-from app.main import create_app
 from app.settings import Settings
-from tests.support.engines import truncate
+from tests.support.engines import app_client, truncate
 from tests.support.processes import free_port, started
 from tests.support.proxy import Fault, FaultProxy
 
@@ -308,24 +305,17 @@ async def test_the_service_answers_recall_through_the_configured_model(database_
     )
     engine = await open_postgres_engine(settings, WordLlamaEmbedder())
     await truncate(engine)
-
-    async def opened(_: Settings) -> PostgresEngine:
-        return engine
-
-    app = create_app(settings, engine_factory=opened)
-    async with app.router.lifespan_context(app):  # closes the engine, and with it the answerer's client
-        transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
-        async with httpx.AsyncClient(transport=transport, base_url="http://engram.test") as client:
-            items = [{"type": "learning", "text": h.text, "kind": "fact", "confidence": 0.9} for h in HITS]
-            stored = await client.post("/v1/store_many", json={"items": items})
-            assert stored.status_code == 200, stored.text
-            ids = [receipt["id"] for receipt in stored.json()["receipts"]]
-            asked = {"question": QUESTION, "limit": 2, "instructions": "Answer in five words."}
-            real = await client.post("/v1/recall", json=asked)
-            proxy.inject(says("Friday [no-such-memory]."))
-            forced = await client.post("/v1/recall", json=asked)
-            proxy.inject(says(f"Friday afternoon [{ids[0]}]."))
-            grounded = await client.post("/v1/recall", json=asked)
+    async with app_client(engine, settings) as client:  # closes the engine, and with it the answerer's client
+        items = [{"type": "learning", "text": h.text, "kind": "fact", "confidence": 0.9} for h in HITS]
+        stored = await client.post("/v1/store_many", json={"items": items})
+        assert stored.status_code == 200, stored.text
+        ids = [receipt["id"] for receipt in stored.json()["receipts"]]
+        asked = {"question": QUESTION, "limit": 2, "instructions": "Answer in five words."}
+        real = await client.post("/v1/recall", json=asked)
+        proxy.inject(says("Friday [no-such-memory]."))
+        forced = await client.post("/v1/recall", json=asked)
+        proxy.inject(says(f"Friday afternoon [{ids[0]}]."))
+        grounded = await client.post("/v1/recall", json=asked)
     for response in (real, forced, grounded):
         assert response.status_code == 200, response.text
         body = response.json()

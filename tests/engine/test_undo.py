@@ -13,8 +13,8 @@ from app.contract.requests import ExploreRequest, FetchRequest, ForgetByFilter, 
 from app.embeddings.wordllama import WordLlamaEmbedder
 from app.engine.postgres.engine import PostgresEngine
 from app.engine.postgres.options import EngineOptions, UndoOptions
-from app.engine.postgres.queries.statement import Statement
 from app.engine.reference import ReferenceEngine
+from tests.engine.postgres.support import tables_holding
 from tests.engine.test_contract_rules import CORPUS, all_ids
 
 
@@ -108,18 +108,10 @@ async def test_after_a_purge_no_table_holds_the_text_or_the_vector(pg_engine: Po
     [receipt] = await pg_engine.store_many([CORPUS[0].model_copy(update={"text": secret})])
     await pg_engine.store_many(CORPUS[1:])
     await pg_engine.finish_indexing()
+    assert "engram_items" in await tables_holding(pg_engine, secret), "the check finds an item that is held"
     kept = await pg_engine.forget(ForgetByIds(ids=[receipt.id]))  # in the undo window first
     await pg_engine.forget(ForgetByIds(ids=[receipt.id], purge=True))  # then erased
-    tables = [
-        row["relname"]
-        for row in await pg_engine.run(
-            Statement("SELECT relname FROM pg_class WHERE relkind = 'r' AND relname LIKE 'engram_%'")
-        )
-    ]
-    for table in tables:
-        rows = await pg_engine.run(Statement(f"SELECT t::text AS row FROM {table} t"))
-        held = [row["row"] for row in rows if secret in row["row"] or receipt.id in row["row"]]
-        assert not held, f"{table} still holds the erased item"
+    assert await tables_holding(pg_engine, secret, receipt.id) == [], "tables that still hold the erased item"
     with pytest.raises(NotFound):
         await pg_engine.restore(kept.receipt)
 
@@ -131,15 +123,7 @@ async def test_after_a_purge_by_filter_no_table_holds_the_text_or_the_vector(pg_
     await pg_engine.forget(ForgetByIds(ids=[receipt.id]))  # in the undo window first
     report = await pg_engine.forget(ForgetByFilter(filter=Filter(tags_any=["style"]), purge=True))
     assert report.forgotten == 0
-    tables = [
-        row["relname"]
-        for row in await pg_engine.run(
-            Statement("SELECT relname FROM pg_class WHERE relkind = 'r' AND relname LIKE 'engram_%'")
-        )
-    ]
-    for table in tables:
-        rows = await pg_engine.run(Statement(f"SELECT t::text AS row FROM {table} t"))
-        assert not [row for row in rows if secret in row["row"] or receipt.id in row["row"]], table
+    assert await tables_holding(pg_engine, secret, receipt.id) == [], "tables that still hold the erased item"
 
 
 async def test_the_sweeper_drops_what_the_window_no_longer_holds(

@@ -33,16 +33,10 @@ def log_lines(text: str) -> list[dict[str, Any]]:
 
 
 async def test_json_logs_with_an_access_line_per_request() -> None:
-    boot = {"authorization": f"Bearer {BOOTSTRAP}"}
     with scratch("json-logs") as tmp:
         with live_server(tmp, env={"ENGRAM_LOG_FORMAT": "json"}, api_key=BOOTSTRAP) as server:
             async with server.client() as client:
-                made = await client.post(
-                    "/v1/keys", json={"name": "writer", "role": "write", "reach": {"at": "team:ops"}}, headers=boot
-                )
-                assert made.status_code == 201, made.text
-                key_id, secret = made.json()["key"]["id"], made.json()["secret"]
-                server.secrets.append(secret)
+                key_id, secret = await server.make_key("writer", "write", {"at": "team:ops"})
                 held = {"authorization": f"Bearer {secret}"}
                 item = {"type": "learning", "text": SECRET_TEXT, "kind": "fact", "confidence": 0.9}
                 item["meta"] = {"namespace": "team:ops"}

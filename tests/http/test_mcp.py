@@ -67,13 +67,8 @@ def schema_of(model: Any) -> dict[str, Any]:
 
 
 async def make_key(server: LiveServer, role: str, at: str, **reach: Any) -> str:
-    async with server.client() as rest:
-        response = await rest.post(
-            "/v1/keys", json={"name": f"{role} at {at}", "role": role, "reach": {"at": at, "inherit": False, **reach}}
-        )
-    assert response.status_code == 201, response.text
-    secret = str(response.json()["secret"])
-    server.secrets.append(secret)
+    """The secret of a ``role`` key at ``at`` alone (no ancestors), ``reach`` adding to that."""
+    _, secret = await server.make_key(f"{role} at {at}", role, {"at": at, "inherit": False, **reach})
     return secret
 
 

@@ -15,9 +15,8 @@ from app.embeddings.wordllama import WordLlamaEmbedder
 from app.engine.postgres.engine import PostgresEngine
 from app.engine.postgres.options import PoolOptions
 from app.engine.postgres.pool import Pools
-from app.main import create_app
 from app.settings import Settings
-from tests.support.engines import ClientFactory
+from tests.support.engines import ClientFactory, app_client
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 ITEM = {"type": "learning", "text": "the staging database runs on port 5433", "kind": "fact", "confidence": 0.9}
@@ -142,18 +141,6 @@ async def engine_on(port: int) -> AsyncIterator[PostgresEngine]:
         await engine.close()
 
 
-@asynccontextmanager
-async def client_of(engine: PostgresEngine, **settings: Any) -> AsyncIterator[httpx.AsyncClient]:
-    async def opened(_: Settings) -> PostgresEngine:
-        return engine
-
-    app = create_app(Settings(**settings), engine_factory=opened)
-    async with app.router.lifespan_context(app):
-        transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
-        async with httpx.AsyncClient(transport=transport, base_url="http://engram.test") as client:
-            yield client
-
-
 async def test_a_scrape_with_the_database_gone_still_answers() -> None:
     # Nothing listens: every connection is refused.
     probe = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
@@ -161,7 +148,7 @@ async def test_a_scrape_with_the_database_gone_still_answers() -> None:
     probe.close()
     await probe.wait_closed()
     # A configured key is checked without the database (a key held there could not be).
-    async with engine_on(port) as engine, client_of(engine, api_keys="boot") as client:
+    async with engine_on(port) as engine, app_client(engine, Settings(api_keys="boot")) as client:
         seen = await scrape(client, headers={"authorization": "Bearer boot"})
         assert value(seen, "engram_database_up") == 0
         assert not [name for name, _ in seen if name == "engram_vector_backlog"]
@@ -176,7 +163,7 @@ async def test_a_scrape_does_not_wait_on_a_database_that_never_answers() -> None
     silent = await asyncio.start_server(lambda r, w: held.append(w), "127.0.0.1", 0)
     port = silent.sockets[0].getsockname()[1]
     try:
-        async with engine_on(port) as engine, client_of(engine, metrics_public=True) as client:
+        async with engine_on(port) as engine, app_client(engine, Settings(metrics_public=True)) as client:
             seen = await scrape(client)
             assert value(seen, "engram_database_up") == 0
             assert not [name for name, _ in seen if name == "engram_vector_backlog"]

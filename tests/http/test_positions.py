@@ -8,8 +8,8 @@ read with it does.
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx
@@ -17,12 +17,9 @@ import pytest
 
 from app.api import positions
 from app.embeddings.wordllama import WordLlamaEmbedder
-from app.engine.postgres.engine import PostgresEngine
-from app.engine.postgres.options import EngineOptions, ReplicaOptions
-from app.main import create_app
 from app.settings import Settings
-from tests.support.engines import ClientFactory, truncate
-from tests.support.replica import Primary, Replica, catch_up
+from tests.support.engines import ClientFactory, app_client, truncate
+from tests.support.replica import Primary, Replica, catch_up, connect_reading_replica
 
 POSITION = re.compile(r"^[0-9A-F]{1,8}/[0-9A-F]{1,8}$")
 
@@ -69,34 +66,17 @@ async def test_the_document_says_which_operations_answer_and_which_honour_it(cli
     assert document["components"]["parameters"]["EngramPosition"]["in"] == "header"
 
 
-@contextmanager
-def paused(replica: Replica) -> Iterator[None]:
-    replica.pause_replay()
-    try:
-        yield
-    finally:
-        replica.resume_replay()
-
-
 @pytest.fixture
 def replicated_client(primary: Primary, replica: Replica, embedder: WordLlamaEmbedder) -> ClientFactory:
     """``async with replicated_client() as client``: the app reading from the replica (a short wait)."""
 
     @asynccontextmanager
     async def factory(**overrides: Any) -> AsyncIterator[httpx.AsyncClient]:
-        options = EngineOptions(replica=ReplicaOptions(wait_ms=200))
-        engine = await PostgresEngine.connect(primary.url, embedder, options=options, read_url=replica.url)
+        engine = await connect_reading_replica(primary, replica, embedder, wait_ms=200)
         await truncate(engine)
         catch_up(primary, replica)
-
-        async def opened(_: Settings) -> PostgresEngine:
-            return engine
-
-        app = create_app(Settings(**overrides), engine_factory=opened)
-        async with app.router.lifespan_context(app):
-            transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
-            async with httpx.AsyncClient(transport=transport, base_url="http://engram.test") as client:
-                yield client
+        async with app_client(engine, Settings(**overrides)) as client:
+            yield client
 
     return factory
 
@@ -105,7 +85,7 @@ async def test_a_write_answers_its_position_and_a_read_that_presents_it_sees_the
     replicated_client: ClientFactory, replica: Replica
 ) -> None:
     async with replicated_client() as client:
-        with paused(replica):
+        with replica.paused():
             stored = await client.post("/v1/store", json=learning("the orchard blooms in april", tags=["spring"]))
             assert stored.status_code == 201
             position = stored.headers[positions.HEADER]
@@ -169,7 +149,7 @@ async def test_a_policy_change_reaches_a_lagging_replica_with_its_position(
         stored = await client.post("/v1/store", json=old)
         catch_up(primary, replica)
         ids = [stored.json()["id"]]
-        with paused(replica):
+        with replica.paused():
             changed = await client.post("/v1/retention", json={"namespace": "team:x", "ttl": "P30D"})
             assert changed.json()["expired"] == 1
             position = changed.headers[positions.HEADER]

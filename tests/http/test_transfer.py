@@ -13,9 +13,7 @@ import pytest
 from app.embeddings.wordllama import WordLlamaEmbedder
 from app.engine.postgres.engine import PostgresEngine
 from app.engine.reference import ReferenceEngine
-from app.main import create_app
-from app.settings import Settings
-from tests.support.engines import ClientFactory, truncate
+from tests.support.engines import ClientFactory, app_client, truncate
 from tests.support.scratch import run_engram
 
 NDJSON = {"content-type": "application/x-ndjson"}
@@ -104,17 +102,11 @@ async def test_into_another_engine(make_client: ClientFactory, embedder: WordLla
         ids = await fill(client)
         dump = await export(client)
 
-    async def reference(_: Settings) -> ReferenceEngine:
-        return ReferenceEngine(embedder)
-
-    app = create_app(Settings(), engine_factory=reference)
-    async with app.router.lifespan_context(app):
-        transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://engram.test") as other:
-            report = (await other.post("/v1/import", content=dump, headers=NDJSON)).json()
-            assert report["stored"] == 4 and report["trailer"] == "verified"
-            assert lines(await export(other))[:-1] == lines(dump)[:-1], "the same items, in the same order"
-            assert [h["id"] for h in (await other.post("/v1/get", json={"ids": ids})).json()["hits"]] == ids
+    async with app_client(ReferenceEngine(embedder)) as other:
+        report = (await other.post("/v1/import", content=dump, headers=NDJSON)).json()
+        assert report["stored"] == 4 and report["trailer"] == "verified"
+        assert lines(await export(other))[:-1] == lines(dump)[:-1], "the same items, in the same order"
+        assert [h["id"] for h in (await other.post("/v1/get", json={"ids": ids})).json()["hits"]] == ids
 
 
 async def test_a_given_vector_of_this_embedder_is_kept_and_another_models_is_remade(

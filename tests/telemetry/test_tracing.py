@@ -45,12 +45,7 @@ async def test_a_request_is_a_server_span_with_a_child_span_per_statement_and_no
         }
         with live_server(tmp, env=env, api_key=ADMIN) as server:
             async with server.client() as client:
-                made = await client.post(
-                    "/v1/keys", json={"name": "agent", "role": "write", "reach": {"at": "team:ops"}}
-                )
-                assert made.status_code == 201, made.text
-                key_id, secret = made.json()["key"]["id"], made.json()["secret"]
-                server.secrets.append(secret)
+                key_id, secret = await server.make_key("agent", "write", {"at": "team:ops"})
                 held = {"authorization": f"Bearer {secret}"}
                 item = {"type": "learning", "text": SECRET_TEXT, "kind": "fact", "confidence": 0.9}
                 item["meta"] = {"namespace": "team:ops"}

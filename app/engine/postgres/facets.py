@@ -9,9 +9,9 @@ explore sums too many rows (queries.facets.folds_facet), without waiting for the
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 
+from app.engine.postgres import background
 from app.engine.postgres.errors import classify
 from app.engine.postgres.indexer import Acquire
 from app.engine.postgres.queries.facets import FOLD_FACETS
@@ -58,7 +58,4 @@ class FacetFolder:
 
     async def stop(self) -> None:
         task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await background.stop(task)

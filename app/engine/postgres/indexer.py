@@ -20,6 +20,7 @@ from contextlib import AbstractAsyncContextManager
 
 import asyncpg
 
+from app.engine.postgres import background
 from app.engine.postgres.errors import classify
 from app.engine.postgres.pool import execute, fetch, fetchval
 from app.engine.postgres.queries.backlog import BACKLOG_SIZE, BEGIN_MOVE, VACUUM_BACKLOG, plan_claim, plan_move
@@ -144,11 +145,7 @@ class VectorIndexer:
 
     async def stop(self) -> None:
         tasks, self._tasks = self._tasks, []
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await background.stop(*tasks)
 
     def wake(self) -> None:
         self._wake.set()

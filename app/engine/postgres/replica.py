@@ -20,6 +20,7 @@ import asyncpg
 
 from app.contract.errors import ConfigError
 from app.engine import consistency
+from app.engine.postgres.options import ReplicaOptions
 from app.engine.postgres.pool import Pools, fetch
 from app.engine.postgres.queries.statement import Statement
 from app.telemetry.metrics import READ_STATEMENTS
@@ -69,8 +70,8 @@ class ReadRouter:
         primary: Pools,
         replica: Pools | None = None,
         *,
-        wait_s: float = 0.25,
-        retry_s: float = 5.0,
+        wait_s: float = ReplicaOptions.wait_ms / 1000,
+        retry_s: float = ReplicaOptions.retry_s,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._primary = primary

@@ -12,7 +12,6 @@ the pools reconnect on their own once it is back (docs/operations.md#the-embedde
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from enum import Enum
 from pathlib import Path
@@ -20,6 +19,7 @@ from typing import Any
 
 import anyio.to_thread
 
+from app.engine.postgres import background
 from app.engine.postgres.embedded import restart_embedded
 
 logger = logging.getLogger("engram.engine")
@@ -81,10 +81,7 @@ class EmbeddedSupervisor:
 
     async def stop(self) -> None:
         """Stop watching; a start under way is finished first (it runs in a thread that cannot be cut)."""
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        await background.stop(self._task)
 
     async def _watch(self) -> None:
         pgdata = self._data_dir / "pg"

@@ -10,10 +10,10 @@ database, one sweeps at a time.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Callable
 
+from app.engine.postgres import background
 from app.engine.postgres.errors import classify
 from app.engine.postgres.indexer import Acquire
 from app.engine.postgres.pool import fetchval
@@ -64,7 +64,4 @@ class Sweeper:
 
     async def stop(self) -> None:
         task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await background.stop(task)

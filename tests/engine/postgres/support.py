@@ -11,12 +11,29 @@ import numpy as np
 from app.contract.items import ITEM_ADAPTER, StoredItem
 from app.engine.postgres.engine import PostgresEngine
 from app.engine.postgres.options import PoolOptions
+from app.engine.postgres.queries.statement import Statement
 
 
 def learning(text_: str, **meta: Any) -> StoredItem:
     return ITEM_ADAPTER.validate_python(
         {"type": "learning", "text": text_, "kind": "fact", "confidence": 0.5, "meta": meta}
     )
+
+
+async def tables_holding(engine: PostgresEngine, *texts: str) -> list[str]:
+    """Every engram table with a row that holds any of ``texts`` (in any column), by name."""
+    tables = await engine.run(
+        Statement("SELECT relname FROM pg_class WHERE relkind = 'r' AND relname LIKE 'engram_%' ORDER BY relname")
+    )
+    holding = []
+    for (table,) in tables:
+        held = (
+            f"SELECT count(*) AS n FROM {table} t"
+            " WHERE EXISTS (SELECT FROM unnest($1::text[]) x WHERE strpos(t::text, x) > 0)"
+        )
+        if (await engine.run(Statement(held, (list(texts),))))[0]["n"]:
+            holding.append(table)
+    return holding
 
 
 async def count_rows(engine: PostgresEngine) -> tuple[int, int]:

@@ -26,27 +26,19 @@ from app.contract.transfer import ExportRequest
 from app.embeddings.wordllama import WordLlamaEmbedder
 from app.engine import consistency, transfer
 from app.engine.postgres.engine import PostgresEngine
-from app.engine.postgres.options import EngineOptions, ReplicaOptions
 from app.engine.scoped import ScopedEngine
 from app.engine.transfer import export_lines
 from tests.engine.postgres.support import learning
 from tests.support.engines import truncate
-from tests.support.replica import Primary, Replica, catch_up
+from tests.support.replica import Primary, Replica, catch_up, connect_reading_replica
 
 # Long enough that the replica answers whenever it streams; a paused one never catches up.
 WAIT_MS = 2_000
 
 
-async def connect(
-    primary: Primary, replica: Replica, embedder: WordLlamaEmbedder, **replica_options: float
-) -> PostgresEngine:
-    options = EngineOptions(replica=ReplicaOptions(**{"wait_ms": WAIT_MS, **replica_options}))
-    return await PostgresEngine.connect(primary.url, embedder, options=options, read_url=replica.url)
-
-
 @pytest.fixture
 async def engine(primary: Primary, replica: Replica, embedder: WordLlamaEmbedder) -> AsyncIterator[PostgresEngine]:
-    connected = await connect(primary, replica, embedder)
+    connected = await connect_reading_replica(primary, replica, embedder, wait_ms=WAIT_MS)
     await truncate(connected)
     catch_up(primary, replica)
     yield connected
@@ -70,15 +62,6 @@ def delayed(replica: Replica) -> Iterator[None]:
             replica.start()
         replica.psql("ALTER SYSTEM RESET recovery_min_apply_delay;")
         replica.psql("SELECT pg_reload_conf();")
-
-
-@contextlib.contextmanager
-def paused(replica: Replica) -> Iterator[None]:
-    replica.pause_replay()
-    try:
-        yield
-    finally:
-        replica.resume_replay()
 
 
 async def stored(engine: PostgresEngine, text: str, **meta: object) -> tuple[str, int]:
@@ -107,7 +90,7 @@ async def test_a_read_that_presents_its_write_position_sees_the_write_at_once(
 async def test_a_lagging_replica_serves_reads_without_a_position_as_it_is(
     engine: PostgresEngine, primary: Primary, replica: Replica
 ) -> None:
-    with paused(replica):
+    with replica.paused():
         item_id, position = await stored(engine, "the violin is in the attic")
         assert await get(engine, item_id) == [], "a read without a position gets the replica as it is"
         before = served("primary", "behind")
@@ -121,8 +104,7 @@ async def test_a_lagging_replica_serves_reads_without_a_position_as_it_is(
 async def test_a_read_with_a_position_waits_for_the_replica_within_the_bound(
     engine: PostgresEngine, replica: Replica
 ) -> None:
-    replica.pause_replay()
-    try:
+    with replica.paused():
         item_id, position = await stored(engine, "the glacier moves slowly")
         before = (served("replica", "caught_up"), served("primary", "behind"))
         read = asyncio.create_task(get(engine, item_id, position))
@@ -130,8 +112,6 @@ async def test_a_read_with_a_position_waits_for_the_replica_within_the_bound(
         assert not read.done()
         await asyncio.to_thread(replica.resume_replay)
         assert await read == [item_id]
-    finally:
-        replica.resume_replay()
     assert (served("replica", "caught_up"), served("primary", "behind")) == (before[0] + 1, before[1])
 
 
@@ -142,7 +122,7 @@ async def test_each_read_route_reads_the_replica_and_each_write_the_primary(
     succeed, so the primary took them (a standby refuses every write)."""
     old_id, _ = await stored(engine, "compiler warnings about the orchard", tags=["old"])
     catch_up(primary, replica)
-    with paused(replica):
+    with replica.paused():
         new_id, position = await stored(engine, "compiler errors about the orchard", tags=["new"])
         replica_before = served("replica", "caught_up")
 
@@ -190,7 +170,7 @@ async def test_list_cursors_hold_across_the_primary_and_the_replica(
 ) -> None:
     first = [r.id for r in await engine.store_many([learning(f"present from the start {n}") for n in range(5)])]
     catch_up(primary, replica)
-    with paused(replica):
+    with replica.paused():
         with consistency.positions() as request:
             later = [r.id for r in await engine.store_many([learning(f"written while paused {n}") for n in range(5)])]
         # The first page from the primary (the position presented, the replica behind): the next
@@ -222,7 +202,7 @@ async def test_an_export_is_read_where_its_first_page_was(
     """Its first page from the primary (the replica away), the rest once a replica that lags is back:
     the later pages still hold what the first page's server held."""
     monkeypatch.setattr(transfer, "EXPORT_PAGE", 1)
-    engine = await connect(primary, replica, embedder, retry_s=0.2)
+    engine = await connect_reading_replica(primary, replica, embedder, wait_ms=WAIT_MS, retry_s=0.2)
     try:
         await truncate(engine)
         first_id, _ = await stored(engine, "stored before the replica lagged")
@@ -244,7 +224,7 @@ async def test_an_export_is_read_where_its_first_page_was(
 
 async def test_a_read_that_decides_a_write_reads_the_primary(engine: PostgresEngine, replica: Replica) -> None:
     """A scoped key's forget finds its ids first: on a replica behind the write it would find none."""
-    with paused(replica):
+    with replica.paused():
         item_id, _ = await stored(engine, "a note of team a", namespace="team:a")
         scoped = ScopedEngine(engine, Access(role="admin", reach=Reach(at="team:a", descendants=True)))
         before = served("primary", "decides_a_write")
@@ -257,7 +237,7 @@ async def test_a_read_that_decides_a_write_reads_the_primary(engine: PostgresEng
 async def test_replica_down_reads_go_to_the_primary_and_return_to_it_after(
     primary: Primary, replica: Replica, embedder: WordLlamaEmbedder
 ) -> None:
-    engine = await connect(primary, replica, embedder, retry_s=0.2)
+    engine = await connect_reading_replica(primary, replica, embedder, wait_ms=WAIT_MS, retry_s=0.2)
     try:
         await truncate(engine)
         item_id, position = await stored(engine, "the telescope points north", tags=["sky"])
@@ -287,7 +267,7 @@ async def test_a_start_with_a_replica_already_down_serves_from_the_primary(
     primary: Primary, replica: Replica, embedder: WordLlamaEmbedder
 ) -> None:
     replica.stop()
-    engine = await connect(primary, replica, embedder)
+    engine = await connect_reading_replica(primary, replica, embedder, wait_ms=WAIT_MS)
     try:
         await truncate(engine)
         item_id, position = await stored(engine, "the bakery opens early")

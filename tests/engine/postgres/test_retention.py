@@ -21,24 +21,11 @@ from app.engine.postgres.queries.statistics import TERM_STATISTICS, TermStatisti
 from app.engine.postgres.queries.sweeps import EXPIRED_LOCK, plan_sweep_expired
 from app.engine.postgres.selectivity import ranks_by_sketch
 from app.engine.postgres.sweeper import Sweeper
-from tests.engine.postgres.support import analyse, count_rows, learning
+from tests.engine.postgres.support import analyse, count_rows, learning, tables_holding
 from tests.engine.postgres.test_facet_counts import assert_counts_match_the_items, store, varied_items
 
 LONG_AGO = (datetime.now(UTC) - timedelta(days=40)).isoformat()
 SECRET = "quartermaster"
-
-
-async def tables_holding(engine: PostgresEngine, text: str) -> list[str]:
-    """Every engram table with a row that holds ``text``."""
-    tables = await engine.run(
-        Statement("SELECT relname FROM pg_class WHERE relkind = 'r' AND relname LIKE 'engram_%' ORDER BY relname")
-    )
-    holding = []
-    for (table,) in tables:
-        rows = await engine.run(Statement(f"SELECT count(*) AS n FROM {table} t WHERE t::text LIKE $1", (f"%{text}%",)))
-        if rows[0]["n"]:
-            holding.append(table)
-    return holding
 
 
 async def expiring(engine: PostgresEngine, count: int, live: int = 5) -> list[str]:

@@ -47,10 +47,6 @@ def plan_policies() -> Statement:
     return Statement.bind(f"SELECT {_COLUMNS} FROM engram_retention ORDER BY namespace")
 
 
-def plan_policy(namespace: Namespace) -> Statement:
-    return Statement.bind(f"SELECT {_COLUMNS} FROM engram_retention WHERE namespace = :ns", {"ns": namespace.path})
-
-
 def plan_set_ttl(namespace: Namespace, ttl: Ttl) -> Statement:
     """The ttl at ``namespace``, set or replaced (a hold there stays)."""
     sql = f"""
