@@ -56,7 +56,7 @@ from bench import quiet_logging, runs
 from bench.corpus import CorpusItem, build_corpus, build_queries
 from bench.engram_http import EngramHttp, http_session
 from bench.langgraph_store import LangGraphStore, open_store
-from bench.load import store_indexed
+from bench.load import process_cpu_s, store_indexed
 from bench.rawsql import wait_for_empty_backlog
 from bench.run import machine_facts, say, settle, utc_stamp
 from bench.server import Database, embedded_postgres, engram_migrate, engram_process
@@ -102,11 +102,62 @@ Call = Callable[[int, int], Awaitable[object]]
 
 @dataclass
 class Timed:
-    """One closed-loop run: (index, milliseconds) of every 2xx answer, its wall time, what failed."""
+    """One closed-loop run: (index, milliseconds) of every 2xx answer, its wall time, what failed, and the
+    CPU seconds each side spent meanwhile (CpuClock)."""
 
     samples: list[tuple[int, float]] = field(default_factory=list)
     seconds: float = 0.0
     failures: Counter[str] = field(default_factory=Counter)
+    cpu_s: dict[str, float] = field(default_factory=dict)
+
+
+def _parent(pid: int) -> int | None:
+    """A process's parent, from /proc (its name, in parentheses, may hold spaces: the fields follow the last)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    return int(stat.rsplit(")", 1)[1].split()[1])
+
+
+def _cpu_s(pid: int) -> float:
+    try:
+        return process_cpu_s(pid)
+    except (FileNotFoundError, ProcessLookupError):
+        return 0.0  # gone since it was listed
+
+
+class CpuClock:
+    """CPU seconds spent so far by the harness (this process: the clients, and LangGraph's store with its
+    encoder), the services (their processes) and PostgreSQL (its postmaster and every process it started):
+    where a turn's cores went. On 2 shared cores a request's latency says little of what it cost."""
+
+    def __init__(self, postmaster: int, services: Sequence[int] = ()) -> None:
+        self._postmaster = postmaster
+        self._services = list(services)
+
+    def postgres_s(self) -> float:
+        pids = [int(entry.name) for entry in Path("/proc").iterdir() if entry.name.isdigit()]
+        return sum(_cpu_s(pid) for pid in pids if pid == self._postmaster or _parent(pid) == self._postmaster)
+
+    def read(self) -> dict[str, float]:
+        return {
+            "harness": time.process_time(),
+            "service": sum(_cpu_s(pid) for pid in self._services),
+            "postgres": self.postgres_s(),
+        }
+
+    def since(self, before: dict[str, float]) -> dict[str, float]:
+        now = self.read()
+        return {side: now[side] - before[side] for side in now}
+
+
+async def postmaster_pid(connection: asyncpg.Connection) -> int:
+    """The PostgreSQL server's own process: the parent of ``connection``'s backend."""
+    parent = _parent(int(await connection.fetchval("SELECT pg_backend_pid()")))
+    if parent is None:
+        raise RuntimeError("the database's backend is not a process of this machine")
+    return parent
 
 
 def _failure(error: BaseException) -> str:
@@ -115,9 +166,11 @@ def _failure(error: BaseException) -> str:
     return f"{type(error).__name__}: {text}" if text else type(error).__name__
 
 
-async def closed_loop(call: Call, clients: int, indices: range) -> Timed:
-    """``clients`` callers, each taking the next index of ``indices`` as its last answer comes back."""
+async def closed_loop(call: Call, clients: int, indices: range, clock: CpuClock | None = None) -> Timed:
+    """``clients`` callers, each taking the next index of ``indices`` as its last answer comes back; with
+    ``clock``, the CPU each side spent meanwhile."""
     timed = Timed()
+    before = clock.read() if clock is not None else {}
     shared: Iterator[int] = iter(indices)
 
     async def client(number: int) -> None:
@@ -133,6 +186,8 @@ async def closed_loop(call: Call, clients: int, indices: range) -> Timed:
     began = time.perf_counter()
     await asyncio.gather(*(client(number) for number in range(clients)))
     timed.seconds = time.perf_counter() - began
+    if clock is not None:
+        timed.cpu_s = clock.since(before)
     return timed
 
 
@@ -143,13 +198,20 @@ def figures(runs_: Sequence[Timed]) -> dict[str, Any]:
     failures: Counter[str] = Counter()
     for run in runs_:
         failures.update(run.failures)
-    return {
+    out: dict[str, Any] = {
         **summary(latencies),
         "seconds": round(seconds, 3),
         "per_s": round(len(latencies) / seconds, 1) if seconds else 0.0,
         "per_s_rounds": [round(len(run.samples) / run.seconds, 1) if run.seconds else 0.0 for run in runs_],
         "failures": dict(failures),
     }
+    sides = {side for run in runs_ for side in run.cpu_s}
+    answered = len(latencies) + sum(failures.values())
+    if sides and answered:
+        spent = {side: sum(run.cpu_s.get(side, 0.0) for run in runs_) for side in sorted(sides)}
+        out["cpu_ms_per_request"] = {side: round(s * 1000 / answered, 3) for side, s in spent.items()}
+        out["cores_busy"] = round(sum(spent.values()) / seconds, 2) if seconds else 0.0
+    return out
 
 
 class Ranges:
@@ -226,11 +288,13 @@ async def run_case(
     questions: Ranges,
     items: Ranges,
     after_turn: dict[str, Callable[[], Awaitable[float]]],
+    clocks: dict[str, CpuClock],
 ) -> dict[str, Any]:
     """One group at ``clients``: every system of it ``plan.rounds`` times in turn, each turn warmed first.
 
     Both systems of a round ask the same questions or store the same new items (their own databases).
     ``after_turn[name]``, when given, runs after that system's turn, untimed; its seconds are kept.
+    ``clocks[name]``: what that system's CPU is read from.
     """
     names = list(GROUPS[group])
     timed: dict[str, list[Timed]] = {name: [] for name in names}
@@ -243,7 +307,7 @@ async def run_case(
         orders.append(order)
         for name in order:
             await closed_loop(calls[name], clients, warm)
-            timed[name].append(await closed_loop(calls[name], clients, measured))
+            timed[name].append(await closed_loop(calls[name], clients, measured, clocks[name]))
             if name in after_turn:
                 waited[name].append(round(await after_turn[name](), 2))
     case: dict[str, Any] = {
@@ -258,7 +322,7 @@ async def run_case(
 
 
 async def compare(
-    database: Database, work: Path, args: argparse.Namespace, plan: Plan, seeded: list[CorpusItem]
+    database: Database, work: Path, args: argparse.Namespace, plan: Plan, seeded: list[CorpusItem], postmaster: int
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Both systems seeded with ``seeded``; every fetch case, then every store case. The cases, and how
     the systems were set up."""
@@ -285,11 +349,15 @@ async def compare(
                         return time.perf_counter() - began
 
                     questions, items = Ranges(), Ranges(len(plan.items))
+                    engram_clock = CpuClock(postmaster, [served.process.pid])
+                    clocks = {
+                        name: engram_clock if name.startswith("engram") else CpuClock(postmaster) for name in calls
+                    }
                     try:
                         for group in GROUPS:
                             for clients in args.clients:
                                 after = {"engram_store": indexed} if group == "store" else {}
-                                case = await run_case(group, clients, calls, plan, questions, items, after)
+                                case = await run_case(group, clients, calls, plan, questions, items, after, clocks)
                                 case["connections_open"] = await open_connections(monitor)
                                 case["load_average"] = [round(x, 2) for x in os.getloadavg()]
                                 cases.append(case)
@@ -315,9 +383,9 @@ def _rates(case: dict[str, Any]) -> str:
     return ", ".join(f"{name} {s['per_s']:.0f}/s" for name, s in case["systems"].items())
 
 
-async def sweep(url: str, work: Path, args: argparse.Namespace, plan: Plan) -> dict[str, Any]:
+async def sweep(url: str, work: Path, args: argparse.Namespace, plan: Plan, postmaster: int) -> dict[str, Any]:
     """At ``TARGET_CLIENTS`` clients, each (workers, pool) configuration on fresh services, the configurations
-    in rotating order ``args.rounds`` times: the mix's rate and latency, and each operation's."""
+    in rotating order ``plan.rounds`` times: the mix's rate and latency, and each operation's."""
     configs = [(w, p) for w in args.sweep_workers for p in args.sweep_pool]
     indices = Ranges()
     timed: dict[tuple[int, int], list[Timed]] = {config: [] for config in configs}
@@ -334,7 +402,8 @@ async def sweep(url: str, work: Path, args: argparse.Namespace, plan: Plan) -> d
                 try:
                     call = _mixed([EngramHttp(s) for s in sessions], plan)
                     await closed_loop(call, TARGET_CLIENTS, indices.take(plan.warmup_for(TARGET_CLIENTS)))
-                    run = await closed_loop(call, TARGET_CLIENTS, indices.take(plan.per_round(round_)))
+                    clock = CpuClock(postmaster, [s.process.pid for s in served])
+                    run = await closed_loop(call, TARGET_CLIENTS, indices.take(plan.per_round(round_)), clock)
                 finally:
                     for session in sessions:
                         await session.close()
@@ -387,12 +456,12 @@ def _dir(work: Path, name: str) -> Path:
 
 async def measure(args: argparse.Namespace, work: Path, command: str) -> dict[str, Any]:
     requests, warmup, rounds = args.requests, args.warmup, args.rounds
-    sweep_requests = args.sweep_requests or requests
+    sweep_requests, sweep_rounds = args.sweep_requests, args.sweep_rounds
     probe = Plan(requests, warmup, rounds, [], [])
     compare_items = probe.items_needed(args.clients)
     configs = len(args.sweep_workers) * len(args.sweep_pool) if args.workers_sweep else 0
     # Every fourth request of the sweep (warm-ups too) stores a new item.
-    sweep_items = -(-configs * (rounds * probe.warmup_for(TARGET_CLIENTS) + sweep_requests) // len(OPERATIONS))
+    sweep_items = -(-configs * (sweep_rounds * probe.warmup_for(TARGET_CLIENTS) + sweep_requests) // len(OPERATIONS))
     say(f"building {args.n:,} items and {compare_items + sweep_items:,} new ones (seed {args.seed})")
     corpus = build_corpus(args.n + compare_items + sweep_items, args.seed)
     plan = Plan(requests, warmup, rounds, build_queries(QUESTIONS, args.seed + 100).questions, corpus[args.n :])
@@ -412,11 +481,16 @@ async def measure(args: argparse.Namespace, work: Path, command: str) -> dict[st
     }
     with embedded_postgres(work / "pg") as database:
         record["machine"] = machine_facts(database)
-        record["cases"], record["setup"] = await compare(database, work, args, plan, corpus[: args.n])
+        connection = await asyncpg.connect(database.url("postgres"))
+        try:
+            postmaster = await postmaster_pid(connection)
+        finally:
+            await connection.close()
+        record["cases"], record["setup"] = await compare(database, work, args, plan, corpus[: args.n], postmaster)
         if args.workers_sweep:
             # On Engram's database as the comparison left it, its own service stopped.
-            sweep_plan = Plan(sweep_requests, warmup, rounds, plan.questions, plan.items)
-            record["sweep"] = await sweep(database.url("engram"), work, args, sweep_plan)
+            sweep_plan = Plan(sweep_requests, warmup, sweep_rounds, plan.questions, plan.items)
+            record["sweep"] = await sweep(database.url("engram"), work, args, sweep_plan, postmaster)
         record["machine"]["load_average_end"] = [round(x, 2) for x in os.getloadavg()]
     record["finished_at"] = utc_stamp()
     return record
@@ -426,7 +500,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.concurrency", description=__doc__.split("\n")[0])
     parser.add_argument("--n", type=int, help="items in each system before the cases (default 10000)")
     parser.add_argument("--clients", type=int, action="append", help="concurrent clients; repeat (default 1 16 64)")
-    parser.add_argument("--requests", type=int, help="timed requests per system and case (default 1000)")
+    parser.add_argument("--requests", type=int, help="timed requests per system and case (default 2000)")
     parser.add_argument("--warmup", type=int, help="unmeasured requests before each turn, at least one a client (50)")
     parser.add_argument("--rounds", type=int, help="turns per system and case, in balanced order (default 2)")
     parser.add_argument(
@@ -447,11 +521,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--sweep-workers", type=int, action="append", help="services of the sweep; repeat (1 2 3)")
     parser.add_argument("--sweep-pool", type=int, action="append", help="pool sizes of the sweep; repeat (5 10 20)")
-    parser.add_argument("--sweep-requests", type=int, help="timed requests per sweep configuration (--requests)")
+    parser.add_argument("--sweep-requests", type=int, help="timed requests per sweep configuration (default 3000)")
+    parser.add_argument("--sweep-rounds", type=int, help="turns per sweep configuration, rotating (default 3)")
     args = parser.parse_args(argv)
     quiet_logging()
     args.n = args.n or (QUICK_N if args.quick else 10_000)
-    args.requests = args.requests or (QUICK_REQUESTS if args.quick else 1_000)
+    args.requests = args.requests or (QUICK_REQUESTS if args.quick else 2_000)
+    args.sweep_requests = args.sweep_requests or (args.requests if args.quick else 3_000)
+    args.sweep_rounds = args.sweep_rounds or (QUICK_ROUNDS if args.quick else 3)
     args.warmup = args.warmup if args.warmup is not None else (QUICK_WARMUP if args.quick else 50)
     args.rounds = args.rounds or (QUICK_ROUNDS if args.quick else 2)
     args.clients = sorted(set(args.clients or CLIENTS))
@@ -459,6 +536,8 @@ def main(argv: list[str] | None = None) -> int:
     args.sweep_pool = sorted(set(args.sweep_pool or SWEEP_POOLS))
     if args.n < 100 or min(args.clients) < 1 or args.requests < args.rounds or args.warmup < 0:
         parser.error("--n must be at least 100, --clients at least 1, --requests at least --rounds")
+    if args.sweep_requests < args.sweep_rounds:
+        parser.error("--sweep-requests must be at least --sweep-rounds")
     if min(args.sweep_workers) < 1 or min(args.sweep_pool) < 1:
         parser.error("--sweep-workers and --sweep-pool must be at least 1")
     command = ("python -m bench.concurrency " + shlex.join(sys.argv[1:] if argv is None else argv)).strip()

@@ -35,6 +35,12 @@ def _ms(figures: dict[str, Any], key: str) -> str:
     return f"{figures[key]:.1f}" if key in figures else "–"
 
 
+def _cpu(figures: dict[str, Any], sides: tuple[str, ...]) -> str:
+    """CPU milliseconds a request cost on each side, ``a / b / c``; "–" for a run from before they were read."""
+    spent = figures.get("cpu_ms_per_request")
+    return " / ".join(f"{spent[side]:.2f}" for side in sides) if spent else "–"
+
+
 def _machine(run: dict[str, Any]) -> str:
     machine = run["machine"]
     during = ", ".join(f"{c['group']} at {c['clients']}: {c['load_average'][0]}" for c in run.get("cases", []))
@@ -64,9 +70,14 @@ def concurrency_lines(compared: dict[str, Any], swept: dict[str, Any] | None = N
         "",
         _machine(compared),
         "",
+        "Each row: requests per second and latency of each; then the CPU a request cost, in milliseconds, read "
+        "from /proc over the timed requests: Engram's clients (the harness) / its service / PostgreSQL, and "
+        "LangGraph in the harness (its clients, store and encoder) / PostgreSQL.",
+        "",
         "| operation | clients | Engram req/s | p50 ms | p99 ms | LangGraph | req/s | p50 ms | p99 ms | "
-        "Engram ÷ LangGraph req/s |",
-        "| --- | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: |",
+        "Engram ÷ LangGraph req/s | Engram CPU ms: clients / service / PostgreSQL | LangGraph CPU ms: "
+        "harness / PostgreSQL |",
+        "| --- | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     verdicts = []
     failures = []
@@ -79,7 +90,8 @@ def concurrency_lines(compared: dict[str, Any], swept: dict[str, Any] | None = N
             lines.append(
                 f"| {OPERATION_TEXT[operation]} | {case['clients']} | {engram['per_s']:.0f} | {_ms(engram, 'p50')} | "
                 f"{_ms(engram, 'p99')} | {LANGGRAPH_TEXT[langgraph_name]} | {langgraph['per_s']:.0f} | "
-                f"{_ms(langgraph, 'p50')} | {_ms(langgraph, 'p99')} | {shown} |"
+                f"{_ms(langgraph, 'p50')} | {_ms(langgraph, 'p99')} | {shown} | "
+                f"{_cpu(engram, ('harness', 'service', 'postgres'))} | {_cpu(langgraph, ('harness', 'postgres'))} |"
             )
             if case["clients"] == TARGET_CLIENTS and ratio is not None:
                 met = "met" if ratio >= 1.0 else "**missed**"
@@ -139,7 +151,8 @@ def sweep_lines(run: dict[str, Any], *, machine: bool) -> list[str]:
         f"runs one), {sweep['mix']}; {sweep['requests']:,} timed requests per configuration over "
         f"{sweep['rounds']} turn(s), the configurations in rotating order, each on fresh processes. Pool: "
         f"{sweep['pool_setting']} (the default, 10 + 10 overflow, opens up to 20). "
-        "Each cell: requests per second, then p50 / p99 in milliseconds over every operation.",
+        "Each cell: requests per second (each turn's), p50 / p99 in milliseconds over every operation, and the CPU "
+        "a request cost in milliseconds: the services together / PostgreSQL.",
         "",
     ]
     if machine:
@@ -153,7 +166,8 @@ def sweep_lines(run: dict[str, Any], *, machine: bool) -> list[str]:
         for pool in pools:
             found = cell.get((count, pool))
             cells.append(
-                f"**{found['per_s']:.0f}/s** {found['per_s_rounds']}, {_ms(found, 'p50')} / {_ms(found, 'p99')}"
+                f"**{found['per_s']:.0f}/s** {found['per_s_rounds']}, {_ms(found, 'p50')} / {_ms(found, 'p99')}, "
+                f"CPU {_cpu(found, ('service', 'postgres'))}"
                 if found
                 else "–"
             )

@@ -37,6 +37,11 @@ def test_the_quick_run_measures_every_operation_at_every_client_count_beside_lan
             assert figures["failures"] == {}, (name, case["clients"], figures["failures"])
             assert figures["count"] == QUICK_REQUESTS and figures["per_s"] > 0
             assert figures["p50"] <= figures["p99"]
+            assert (
+                sorted(figures["cpu_ms_per_request"]) == ["harness", "postgres", "service"]
+                and figures["cpu_ms_per_request"]["postgres"] > 0
+            )
+            assert (figures["cpu_ms_per_request"]["service"] > 0) == name.startswith("engram")
         assert case["connections_open"]["engram"] > 0 and case["connections_open"]["langgraph"] > 0
     for case in run["cases"]:
         waits = case.get("untimed_after_turn_s", {})
@@ -47,12 +52,16 @@ def test_the_quick_run_measures_every_operation_at_every_client_count_beside_lan
     for config in configs:
         assert config["failures"] == {} and config["count"] == QUICK_REQUESTS
         assert sum(op["count"] for op in config["operations"].values()) == QUICK_REQUESTS
+        assert config["cpu_ms_per_request"]["service"] > 0 and config["cpu_ms_per_request"]["postgres"] > 0
 
     table = [line for line in report.splitlines() if line.startswith("| ") and "---" not in line]
     assert table[0].startswith("| operation | clients | Engram req/s |")
     rows = [line.split(" | ")[:2] for line in table[1 : 1 + len(OPERATIONS) * len(CLIENTS)]]
     assert rows == [[f"| {OPERATION_TEXT[op]}", str(c)] for op in OPERATIONS for c in CLIENTS]
-    assert all(line.rstrip(" |").endswith("×") for line in table[1 : 1 + len(rows)]), "every row has its ratio"
+    for line in table[1 : 1 + len(rows)]:
+        cells = line.strip("| ").split(" | ")
+        assert cells[9].endswith("×"), "every row has its ratio"
+        assert len(cells[10].split(" / ")) == 3 and len(cells[11].split(" / ")) == 2, "and each side's CPU"
     assert "**Target: Engram's requests/s at 16 clients ≥ LangGraph's:**" in report
     assert "Answers that were not 2xx (or raised): none." in report
     assert "| processes (workers) | pool 5 |" in report
