@@ -41,6 +41,10 @@ def _cpu(figures: dict[str, Any], sides: tuple[str, ...]) -> str:
     return " / ".join(f"{spent[side]:.2f}" for side in sides) if spent else "–"
 
 
+def _clients(count: int) -> str:
+    return "1 client" if count == 1 else f"{count} clients"
+
+
 def _machine(run: dict[str, Any]) -> str:
     machine = run["machine"]
     during = ", ".join(f"{c['group']} at {c['clients']}: {c['load_average'][0]}" for c in run.get("cases", []))
@@ -54,7 +58,7 @@ def _machine(run: dict[str, Any]) -> str:
 
 def concurrency_lines(compared: dict[str, Any], swept: dict[str, Any] | None = None) -> list[str]:
     """The comparison's table and its target; the sweep's table when there is one."""
-    source = f" (`{compared['source']}`)" if "source" in compared else ""
+    source = f", `{compared['source']}`" if "source" in compared else ""
     lines = [
         "## Concurrency: Engram beside LangGraph's async store",
         "",
@@ -109,7 +113,7 @@ def concurrency_lines(compared: dict[str, Any], swept: dict[str, Any] | None = N
         ]
     lines += [f"Answers that were not 2xx (or raised): {'; '.join(sorted(set(failures))) if failures else 'none'}.", ""]
     indexed = [
-        f"{case['clients']} clients {', '.join(f'{s:g}' for s in case['untimed_after_turn_s']['engram_store'])} s"
+        f"{_clients(case['clients'])} {', '.join(f'{s:g}' for s in case['untimed_after_turn_s']['engram_store'])} s"
         for case in compared["cases"]
         if case.get("untimed_after_turn_s", {}).get("engram_store")
     ]
@@ -128,9 +132,34 @@ def concurrency_lines(compared: dict[str, Any], swept: dict[str, Any] | None = N
     ]
     if opened:
         lines += ["Connections open after each case (`pg_stat_activity`): " + "; ".join(opened) + ".", ""]
+    lines += shares_lines(compared)
     if swept:
         lines += sweep_lines(swept, machine=swept["started_at"] != compared["started_at"])
     return lines
+
+
+def shares_lines(run: dict[str, Any]) -> list[str]:
+    """Each side's share of the CPU an Engram request cost at TARGET_CLIENTS: what bounds its rate on these cores."""
+    parts = []
+    for operation in OPERATIONS:
+        group, engram_name, _ = PAIRS[operation]
+        for case in (c for c in run["cases"] if c["group"] == group and c["clients"] == TARGET_CLIENTS):
+            spent = case["systems"][engram_name].get("cpu_ms_per_request")
+            if spent:
+                total = sum(spent.values())
+                parts.append(
+                    f"{OPERATION_TEXT[operation]} {total:.1f} ms: PostgreSQL {spent['postgres'] / total:.0%}, "
+                    f"the service {spent['service'] / total:.0%}, the clients {spent['harness'] / total:.0%}"
+                )
+    if not parts:
+        return []
+    return [
+        f"The CPU an Engram request cost in all at {TARGET_CLIENTS} clients, and each side's share: "
+        + "; ".join(parts)
+        + ". One service process needs at most cores × its share of a core, while PostgreSQL's share bounds "
+        "the rate: [docs/tuning.md](../docs/tuning.md#processes-and-pooled-connections).",
+        "",
+    ]
 
 
 def sweep_lines(run: dict[str, Any], *, machine: bool) -> list[str]:
@@ -141,7 +170,7 @@ def sweep_lines(run: dict[str, Any], *, machine: bool) -> list[str]:
     workers = sorted({c["workers"] for c in configs})
     cell = {(c["workers"], c["pool"]): c for c in configs}
     best = max(configs, key=lambda c: c["per_s"])
-    source = f" (`{run['source']}`)" if "source" in run else ""
+    source = f", `{run['source']}`" if "source" in run else ""
     lines = [
         "### Processes and pool connections at 16 clients",
         "",
@@ -173,10 +202,11 @@ def sweep_lines(run: dict[str, Any], *, machine: bool) -> list[str]:
             )
         lines.append(f"| {count} | " + " | ".join(cells) + " |")
     failed = [f"{c['workers']}×{c['pool']}: {c['failures']}" for c in configs if c["failures"]]
+    turns = [rate for c in configs for rate in c["per_s_rounds"]]
     lines += [
         "",
-        f"Most requests/s: {best['workers']} process(es), pool {best['pool']}. "
-        f"Failures: {'; '.join(failed) if failed else 'none'}.",
+        f"Most requests/s: {best['workers']} process(es), pool {best['pool']}; every turn of every configuration "
+        f"between {min(turns):.0f}/s and {max(turns):.0f}/s. Failures: {'; '.join(failed) if failed else 'none'}.",
         "",
     ]
     return lines

@@ -64,6 +64,8 @@ def test_the_quick_run_measures_every_operation_at_every_client_count_beside_lan
         assert len(cells[10].split(" / ")) == 3 and len(cells[11].split(" / ")) == 2, "and each side's CPU"
     assert "**Target: Engram's requests/s at 16 clients ≥ LangGraph's:**" in report
     assert "Answers that were not 2xx (or raised): none." in report
+    shares = next(line for line in report.splitlines() if line.startswith("The CPU an Engram request cost in all"))
+    assert all(f"{OPERATION_TEXT[op]} " in shares for op in OPERATIONS) and shares.count("PostgreSQL ") == 4
     assert "| processes (workers) | pool 5 |" in report
     assert report.count("\n| 1 | **") == 1 and report.count("\n| 2 | **") == 1
     assert report == "\n".join(concurrency_lines(run, run))
