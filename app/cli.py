@@ -71,6 +71,8 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
         assert server.opened is not None
         return server.opened
 
+    # One process on one event loop: PostgreSQL, not the service, bounds a request's rate on a small
+    # machine (docs/tuning.md#processes-and-pooled-connections); more are replicas behind a balancer.
     config = uvicorn.Config(
         create_app(settings, engine_factory=engine_opened_before_start),
         host=args.host,

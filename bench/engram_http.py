@@ -47,6 +47,10 @@ class EngramHttp:
         answer = await self._post("/v1/store_many", {"items": [item.wire for item in batch]})
         return sum(not r["replayed"] for r in answer["receipts"])
 
+    async def store(self, item: CorpusItem) -> str:
+        """``POST /v1/store``: one item, as an agent writes a memory; its id."""
+        return str((await self._post("/v1/store", item.wire))["id"])
+
     async def fetch(self, query: str, mode: str, request_filter: dict[str, Any], limit: int = 10) -> list[str]:
         body = {"query": query, "mode": mode, "filter": request_filter, "limit": limit}
         return [hit["id"] for hit in (await self._post("/v1/fetch", body))["hits"]]

@@ -21,6 +21,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from langgraph.store.base import PutOp
+from langgraph.store.postgres import PoolConfig
 from langgraph.store.postgres.aio import AsyncPostgresStore
 
 from app.embeddings.protocol import Embedder
@@ -54,13 +55,15 @@ class LangGraphStore:
         await self._store.conn.execute(f"SET hnsw.ef_search = {ef_search:d}")
 
     async def store_batch(self, batch: list[CorpusItem]) -> int:
-        ops = []
-        for item in batch:
-            value: dict[str, Any] = {"text": item.text, "kind": item.row["kind"]}
-            value.update({f"tag_{tag}": True for tag in item.tags})
-            ops.append(PutOp(namespace=namespace_tuple(item.namespace), key=item.id, value=value))
+        ops = [PutOp(namespace=namespace_tuple(item.namespace), key=item.id, value=_value(item)) for item in batch]
         await self._store.abatch(ops)
         return len(ops)
+
+    async def store(self, item: CorpusItem) -> str:
+        """One item through ``aput``, as an agent writes a memory (its store gathers the puts of
+        concurrent callers into one batch); its key."""
+        await self._store.aput(namespace_tuple(item.namespace), item.id, _value(item))
+        return item.id
 
     async def fetch(self, query: str, mode: str, request_filter: dict[str, Any], limit: int = 10) -> list[str]:
         if mode != "vector":
@@ -76,22 +79,33 @@ class LangGraphStore:
         return [hit.key for hit in hits]
 
 
+def _value(item: CorpusItem) -> dict[str, Any]:
+    value: dict[str, Any] = {"text": item.text, "kind": item.row["kind"]}
+    value.update({f"tag_{tag}": True for tag in item.tags})
+    return value
+
+
 @asynccontextmanager
 async def open_store(
-    url: str, embedder: Embedder, breadth: tuple[int, int] | None = None
+    url: str, embedder: Embedder, breadth: tuple[int, int] | None = None, *, pool_size: int | None = None
 ) -> AsyncIterator[LangGraphStore]:
     """Set up the store's tables and index in ``url`` (its own database) and yield it, on a connection of its own.
 
     ``breadth`` (unfiltered, filtered): searched as Engram searches, with ``hnsw.ef_search`` at those
     values and pgvector's iterative scan walking on past what a filter drops; a store of its own, so
     that its settings need not be swapped on one connection query by query.
+    ``pool_size``: on a psycopg pool of at most that many connections (LangGraph's ``pool_config``),
+    for concurrent callers; its connections cannot be set one by one, so not with a ``breadth``.
     """
+    if pool_size is not None and breadth is not None:
+        raise ValueError("a pooled store searches at LangGraph's default breadth")
 
     async def embed(texts: list[str]) -> list[list[float]]:
         # LangGraph takes lists of floats, as the embedders made for it (LangChain's) return them.
         return (await embedder.embed(texts)).tolist()  # type: ignore[no-any-return]
 
     index = {"dims": embedder.dimension, "embed": embed, "fields": ["text"], "distance_type": "cosine"}
-    async with AsyncPostgresStore.from_conn_string(url, index=index) as store:  # type: ignore[arg-type]
+    pool = PoolConfig(min_size=1, max_size=pool_size) if pool_size is not None else None
+    async with AsyncPostgresStore.from_conn_string(url, index=index, pool_config=pool) as store:  # type: ignore[arg-type]
         await store.setup()
         yield LangGraphStore(store, breadth)

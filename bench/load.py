@@ -43,7 +43,7 @@ import aiohttp
 import asyncpg
 import orjson
 
-from bench.corpus import Generator, build_corpus, build_queries
+from bench.corpus import CorpusItem, Generator, build_corpus, build_queries
 from bench.engram_http import JSON, EngramHttp, http_session
 from bench.rawsql import wait_for_empty_backlog
 from bench.run import machine_facts, say, settle, utc_stamp
@@ -295,17 +295,22 @@ def variant_settings(sink: str | None) -> dict[str, tuple[dict[str, str], list[s
 async def seed_corpus(base_url: str, database_url: str, n: int, seed: int) -> list[str]:
     """``n`` corpus items stored through the service, indexed, vacuumed and analyzed: the ids."""
     corpus = build_corpus(n, seed)
+    await store_indexed(base_url, database_url, corpus)
+    await settle([database_url])
+    return [item.id for item in corpus]
+
+
+async def store_indexed(base_url: str, database_url: str, items: Sequence[CorpusItem]) -> None:
+    """``items`` stored through the service in batches of SEED_BATCH, back once every vector is in the index."""
     async with http_session(base_url) as session:
         http = EngramHttp(session)
-        for start in range(0, n, SEED_BATCH):
-            await http.store_batch(corpus[start : start + SEED_BATCH])
+        for start in range(0, len(items), SEED_BATCH):
+            await http.store_batch(list(items[start : start + SEED_BATCH]))
     connection = await asyncpg.connect(database_url)
     try:
         await wait_for_empty_backlog(connection)
     finally:
         await connection.close()
-    await settle([database_url])
-    return [item.id for item in corpus]
 
 
 async def measure(args: argparse.Namespace, work: Path, command: str) -> dict[str, Any]:

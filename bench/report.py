@@ -686,6 +686,10 @@ def write_report(runs: list[dict[str, Any]], markdown: Path, picture: Path, *, a
     loaded = load_run(markdown.parent / runs_module.PUBLISHED) if analysis else None
     if loaded is not None:
         lines += load_lines(loaded)
+    if analysis:
+        from bench.concurrency_report import section  # the harness's constants, and all it imports
+
+        lines += section(markdown.parent)
     lines += [
         "## Method",
         "",

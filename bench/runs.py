@@ -4,7 +4,8 @@ Every run writes one JSON file under ``runs/`` (ignored by git: a rerun never ch
 file but the summary it regenerates), named by when it started, its sizes and its embedder. The
 tree keeps the runs RESULTS.md was published from in ``results/`` (``n<N>[-<embedder>].json``,
 each with its query plans beside it). RESULTS.md shows, for each size and embedder, the latest run
-of either; a smoke run (``--quick``) is never drawn into it.
+of either; a smoke run (``--quick``) is never drawn into it. A run of another harness
+(``python -m bench.concurrency``) says its ``kind`` in its file and its name, and is read by ``of_kind``.
 """
 
 from __future__ import annotations
@@ -18,10 +19,12 @@ RUNS = "runs"
 PUBLISHED = "results"
 
 
-def run_name(started_at: str, sizes: list[int], embedder: str, *, quick: bool) -> str:
-    """``2026-12-05T051200Z-n10000-n100000-wordllama[-quick]``: sortable by time, readable by eye."""
+def run_name(started_at: str, sizes: list[int], embedder: str, *, quick: bool, kind: str | None = None) -> str:
+    """``2026-12-05T051200Z-[<kind>-]n10000-n100000-wordllama[-quick]``: sortable by time, readable by eye."""
     stamp = datetime.strptime(started_at, "%Y-%m-%dT%H:%M:%SZ").strftime("%Y-%m-%dT%H%M%SZ")
-    return "-".join([stamp, *(f"n{n}" for n in sizes), embedder, *(["quick"] if quick else [])])
+    return "-".join(
+        [stamp, *([kind] if kind else []), *(f"n{n}" for n in sizes), embedder, *(["quick"] if quick else [])]
+    )
 
 
 def write_run(path: Path, record: dict[str, Any]) -> None:
@@ -50,7 +53,7 @@ def _made_here(directory: Path) -> list[dict[str, Any]]:
     found = []
     for path in sorted(directory.glob("*.json")):
         record = json.loads(path.read_text())
-        if record.get("quick"):
+        if record.get("quick") or "kind" in record:
             continue
         for result in record["results"]:
             found.append({**result, "source": f"{RUNS}/{path.name}"})
@@ -67,3 +70,15 @@ def latest(out: Path) -> list[dict[str, Any]]:
         if key not in chosen or result["started_at"] > chosen[key]["started_at"]:
             chosen[key] = result
     return sorted(chosen.values(), key=lambda r: (r["n"], embedder_of(r)["setting"]))
+
+
+def of_kind(out: Path, kind: str) -> list[dict[str, Any]]:
+    """The full runs of another harness (``kind``), oldest first: the tree's ``results/<kind>-*.json``
+    and those made here under ``runs/``, each with the file it came from."""
+    found = []
+    for directory, pattern in ((out / PUBLISHED, f"{kind}-*.json"), (out / RUNS, "*.json")):
+        for path in sorted(directory.glob(pattern)):
+            record = json.loads(path.read_text())
+            if record.get("kind") == kind and not record.get("quick"):
+                found.append({**record, "source": f"{directory.name}/{path.name}"})
+    return sorted(found, key=lambda record: record["started_at"])

@@ -227,6 +227,26 @@ def test_the_report_draws_the_latest_run_of_each_size_and_embedder_and_never_a_s
     }
 
 
+def test_a_run_of_another_kind_is_read_by_its_kind_and_never_as_a_size(tmp_path: Path) -> None:
+    later = runs.run_record("python -m bench --n 10000", "2026-12-05T05:00:00Z", quick=False, results=[])
+    later["results"] = [sized(10_000, "wordllama", "2026-12-05T05:00:01Z")]
+    runs.write_run(tmp_path / runs.RUNS / "2026-12-05T050000Z-n10000-wordllama.json", later)
+    made = {"kind": "concurrency", "started_at": "2026-12-05T07:00:00Z", "quick": False, "n": 10_000}
+    runs.write_run(tmp_path / runs.RUNS / "2026-12-05T070000Z-concurrency-n10000-wordllama.json", made)
+    smoke = {**made, "started_at": "2026-12-05T08:00:00Z", "quick": True}
+    runs.write_run(tmp_path / runs.RUNS / "2026-12-05T080000Z-concurrency-n500-wordllama-quick.json", smoke)
+    kept = {**made, "started_at": "2026-12-04T07:00:00Z"}
+    runs.write_run(tmp_path / runs.PUBLISHED / "concurrency-n10000-wordllama.json", kept)
+
+    assert [r["source"] for r in runs.latest(tmp_path)] == ["runs/2026-12-05T050000Z-n10000-wordllama.json"]
+    assert [r["source"] for r in runs.of_kind(tmp_path, "concurrency")] == [
+        "results/concurrency-n10000-wordllama.json",
+        "runs/2026-12-05T070000Z-concurrency-n10000-wordllama.json",
+    ]
+    name = runs.run_name("2026-12-05T07:00:00Z", [10_000], "wordllama", quick=False, kind="concurrency")
+    assert name == "2026-12-05T070000Z-concurrency-n10000-wordllama"
+
+
 def equal(engram: tuple[float, float], default: tuple[float, float], widened: tuple[float, float, int, bool]) -> dict:
     """One case of bench/equal_recall.py's answer: (recall, p50) of each system, and the breadth found."""
     return {

@@ -18,9 +18,9 @@ IterativeScan = Literal["relaxed_order", "strict_order", "off"]
 class PoolOptions:
     """The engine's two asyncpg pools (one plans per value, one reuses generic plans), each alike."""
 
-    size: int = 10
+    size: int = 10  # docs/tuning.md#processes-and-pooled-connections
     """Connections each pool keeps open once opened."""
-    overflow: int = 10
+    overflow: int = 10  # docs/tuning.md#processes-and-pooled-connections
     """Connections each pool may open beyond ``size`` under load."""
     connect_timeout_s: float = 5.0
     """How long opening a connection, or waiting for a free one, may take."""
