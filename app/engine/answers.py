@@ -20,7 +20,7 @@ from app.contract.requests import Citation, Hit, RecallAnswer
 from app.engine import times
 from app.engine.sentences import Sentence, content_stems, speakers, split, words
 
-MODEL = "engram-extractive-3"
+MODEL = "engram-extractive-4"
 SNIPPET_CHARS = 280
 TARGET_WORDS = 25
 """The quoted words' budget: one sentence always fits, a second only when both fit; a reader wants a few
@@ -47,15 +47,19 @@ SPEAKER_WEIGHT = 0.3
 """Said by the one the question names ("what does Ines play?"): a name is no evidence inside what was
 said ("Hey Ines!"), but whose words they are is (docs/answers.md#how-the-answer-is-built)."""
 
-PLACE, TIME, PERSON, NUMBER = "place", "time", "person", "number"
-# The question word decides what kind of words the answer must hold; first match wins.
+PLACE, TIME, PERSON, NUMBER, NAME = "place", "time", "person", "number", "name"
+# The question word decides what kind of words the answer must hold; first match wins. "When", "where",
+# "who" and "which" ask only where the question starts: further in, they join a clause ("what did she cook
+# when she lived in Lisbon?", "the town where they met").
+_OPENS = r"^\W*(?:(?:since|until|from|to|with|for|by|of|in|on|at|about) )?"
 QUESTION_KINDS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
     (re.compile(pattern, re.IGNORECASE), kind)
     for pattern, kind in (
         (r"\bhow (?:many|much|often|old|long)\b(?! ago)|\bwhat (?:number|percentage|amount)\b", NUMBER),
-        (r"\bwhen\b|\bhow long ago\b|\bwhat (?:year|month|day|date|time)\b|\bwhich (?:year|month|day|date)\b", TIME),
-        (r"\bwhere\b|\bwhich (?:city|country|place|town|state)\b|\bwhat (?:city|country|place|town|state)\b", PLACE),
-        (r"\bwho(?:m|se)?\b", PERSON),
+        (rf"{_OPENS}when\b|\bhow long ago\b|\b(?:what|which) (?:year|month|day|date|time)\b", TIME),
+        (rf"{_OPENS}where\b|\b(?:which|what) (?:city|country|place|town|state)\b", PLACE),
+        (rf"{_OPENS}who(?:m|se)?\b", PERSON),
+        (rf"{_OPENS}which\b|\bwhat(?: is| was| are| were|'s)? (?:the |their |his |her |its )?names?\b(?: of\b)?", NAME),
     )
 )
 
@@ -83,10 +87,12 @@ _OPENER = re.compile(
     re.IGNORECASE,
 )
 _PLACE_BEFORE = frozenset(["in", "to", "at", "from", "near", "around", "visit", "visited", "moved"])
+_TITLE = re.compile(r'"[^"]+"|\u201c[^\u201d]+\u201d')
 
 
 def question_kind(question: str) -> str | None:
-    """What the question word asks for (place, time, person, number), None when it asks for no one kind."""
+    """What the question word asks for (place, time, person, number, a name), None when it asks for no one
+    kind."""
     for pattern, kind in QUESTION_KINDS:
         if pattern.search(question):
             return kind
@@ -124,6 +130,8 @@ def holds_kind(sentence: str, kind: str | None, ignored: frozenset[str]) -> bool
     if kind == PLACE:
         names = _names(sentence, ignored)
         return any(before in _PLACE_BEFORE for before, _ in names) or any(w in _PLACE_WORDS for w in lowered)
+    if kind == NAME:
+        return bool(_names(sentence, ignored) or _TITLE.search(sentence))
     return bool(_names(sentence, ignored)) or any(w in _PEOPLE_WORDS for w in lowered)
 
 

@@ -45,7 +45,7 @@ def test_where_answers_from_the_sentence_naming_a_place_though_it_shares_no_word
     answer = compose("Where does the user live now?", hits(*LEARNINGS))
     assert answer.answer == '"I moved to Lisbon in March 2024" [3]'
     assert answer.citations[2].snippet == "I moved to Lisbon in March 2024"
-    assert answer.model == "engram-extractive-3"
+    assert answer.model == "engram-extractive-4"
 
 
 def test_role_words_and_speakers_names_are_no_evidence() -> None:
@@ -130,6 +130,15 @@ def test_a_question_asked_back_is_not_the_answer() -> None:
         ("How many dogs does Ana have?", "number"),
         ("How long has Ana lived there?", "number"),
         ("What does Ana cook?", None),
+        ("Which bakery sells the rye?", "name"),
+        ("What is the name of Ana's cat?", "name"),
+        ("In which town did Ana grow up?", "place"),
+        ("Since when has Ana kept bees?", "time"),
+        # Further in, "when", "where", "who" and "which" join a clause: they ask for nothing.
+        ("What did Ana cook when she lived in Lisbon?", None),
+        ("What is the town where they met?", None),
+        ("What did the friend who visited bring?", None),
+        ("What is the book which Ana lent?", None),
     ],
 )
 def test_the_question_word_names_what_kind_of_answer_is_wanted(question: str, kind: str | None) -> None:
@@ -203,3 +212,10 @@ def test_framing_is_split_off_sentences() -> None:
 def test_no_hits_say_nothing_is_stored() -> None:
     answer = compose("Where does the user live?", [])
     assert answer.answer == answers.NOTHING_STORED and answer.citations == []
+
+
+def test_which_prefers_the_sentence_naming_something() -> None:
+    reading = hits("The user is reading a novel every evening.", 'The user is reading the novel "Salt Road" now.')
+    assert compose("Which novel is the user reading?", reading).answer == (
+        '"The user is reading the novel "Salt Road" now." [2]'
+    )
