@@ -4,8 +4,9 @@ No language model runs here; the answer is built from the stored text itself, so
 more than memory holds. The sentence quoted is the one that best answers what the question
 asks: it shares the question's content words (stemmed; never speakers' names, role prefixes or
 common words), carries what the question word wants (a place for "where", a time for "when"),
-and comes from a hit retrieval ranked high. Relative times in it are resolved against when the
-item was observed (app/engine/times.py). docs/answers.md has the rules and their measurements.
+and comes from a hit retrieval ranked high, or opens the reply to a turn that asked it. Relative
+times in it are resolved against when the item was observed (app/engine/times.py). docs/answers.md
+has the rules and their measurements.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ NOTHING_SHARED = "no stored memory shares the question's words; the closest memo
 # (hybrid retrieval's order, which knows meaning the words miss: "live" finds "moved"); words of its own
 # beyond the question's (a sentence that only restates the question answers nothing), up to NEW_WORDS;
 # a question asked back ("how often do you walk them?") is pushed down; the words of the one the question
-# names weigh more.
+# names weigh more; the opening sentence of a reply weighs what the turn before it asked.
 OVERLAP_WEIGHT = 1.0
 KIND_WEIGHT = 0.5
 RANK_WEIGHT = 0.4
@@ -46,6 +47,9 @@ ASKING_PENALTY = 0.5
 SPEAKER_WEIGHT = 0.3
 """Said by the one the question names ("what does Ines play?"): a name is no evidence inside what was
 said ("Hey Ines!"), but whose words they are is (docs/answers.md#how-the-answer-is-built)."""
+REPLY_WEIGHT = 2.0
+"""Weighs the question's words that the turn just before asked ("Which tea do you reach for first?") for
+the sentence opening the reply ("Rooibos, every morning."), which shares none of them itself."""
 
 PLACE, TIME, PERSON, NUMBER, NAME = "place", "time", "person", "number", "name"
 # The question word decides what kind of words the answer must hold; first match wins. "When", "where",
@@ -145,35 +149,93 @@ class Candidate:
     stems: frozenset[str]
     kind: bool
     score: float
+    asked: frozenset[str] = frozenset()
+    """The question's words the turn it replies to asked, when it opens a reply."""
 
     @property
     def eligible(self) -> bool:
         """Chosen alone only when it has words of its own: a bare "Hey Tomas!" never is."""
         return len(self.stems) >= 2 or bool(self.matched)
 
+    @property
+    def answers(self) -> bool:
+        """It shares the question's words, holds the wanted kind, or replies to a turn that asked them."""
+        return bool(self.matched or self.kind or self.asked)
 
-def _candidates(question: str, hits: list[Hit]) -> list[Candidate]:
-    """Every sentence of every hit, scored by the weights above; speakers' names count in none of it."""
-    ignored = speakers([h.text for h in hits])
+
+def _candidates(
+    question: str, hits: list[Hit], sentences: list[list[Sentence]], ignored: frozenset[str]
+) -> list[Candidate]:
+    """Every sentence of every hit (``sentences``, hit by hit), scored by the weights above; speakers' names
+    (``ignored``) count in none of it."""
     wanted = question_stems(question, ignored)
     kind = question_kind(question)
     out = []
     share = (lambda found: len(found) / len(wanted)) if wanted else (lambda found: 0.0)
     named = {w.lower() for w in words(question)} & ignored
-    for rank, hit in enumerate(hits):
+    asked = _asked(hits, sentences, wanted, ignored)
+    for rank, item in enumerate(sentences):
         prior = RANK_WEIGHT / math.sqrt(rank + 1)
-        for sentence in split(hit.text):
+        for sentence in item:
             stems = content_stems(sentence.text, ignored)
             matched = stems & wanted
             holds = holds_kind(sentence.text, kind, ignored)
-            score = OVERLAP_WEIGHT * share(matched) + prior + KIND_WEIGHT * holds
+            prompted = asked.get((rank, sentence.position), frozenset()) - matched
+            score = OVERLAP_WEIGHT * share(matched) + prior + KIND_WEIGHT * holds + REPLY_WEIGHT * share(prompted)
             score += NEW_WEIGHT * min(len(stems - wanted), NEW_WORDS) / NEW_WORDS
             if sentence.text.endswith("?"):
                 score -= ASKING_PENALTY
             if sentence.speaker and named & {w.lower() for w in words(sentence.speaker)}:
                 score += SPEAKER_WEIGHT
-            out.append(Candidate(rank, sentence, matched, stems, holds, score))
+            out.append(Candidate(rank, sentence, matched, stems, holds, score, prompted))
     return out
+
+
+def _turn_before(hits: list[Hit]) -> dict[int, int]:
+    """For a hit holding a conversation's turns, the hit holding the turn just before them, when it is
+    among the hits too: the same namespace and thread, ``meta.turns`` adjoining."""
+    last_turn: dict[tuple[str | None, str, int], int] = {}
+    for index, hit in enumerate(hits):
+        if hit.meta.thread_id is not None and hit.meta.turns is not None:
+            last_turn[(hit.meta.namespace, hit.meta.thread_id, hit.meta.turns.last)] = index
+    before = {}
+    for index, hit in enumerate(hits):
+        if hit.meta.thread_id is None or hit.meta.turns is None or hit.meta.turns.first == 0:
+            continue
+        found = last_turn.get((hit.meta.namespace, hit.meta.thread_id, hit.meta.turns.first - 1))
+        if found is not None:
+            before[index] = found
+    return before
+
+
+def _asked(
+    hits: list[Hit], sentences: list[list[Sentence]], wanted: frozenset[str], ignored: frozenset[str]
+) -> dict[tuple[int, int], frozenset[str]]:
+    """(hit, position) of each sentence opening a reply -> the question's words its prompt holds. A reply
+    is a line after a line that asks (ends a sentence with "?"): the next line of the same item, or the
+    first line of the item holding the next turn of its thread."""
+    lines: list[list[list[Sentence]]] = []
+    for item in sentences:
+        grouped: list[list[Sentence]] = []
+        for sentence in item:
+            if not grouped or grouped[-1][0].line != sentence.line:
+                grouped.append([])
+            grouped[-1].append(sentence)
+        lines.append(grouped)
+
+    def prompt_words(line: list[Sentence]) -> frozenset[str]:
+        if not any(s.text.endswith("?") for s in line):
+            return frozenset()
+        return frozenset().union(*(content_stems(s.text, ignored) for s in line)) & wanted
+
+    out: dict[tuple[int, int], frozenset[str]] = {}
+    for index, before in _turn_before(hits).items():
+        if lines[index] and lines[before]:
+            out[(index, lines[index][0][0].position)] = prompt_words(lines[before][-1])
+    for index, item in enumerate(lines):
+        for prompt, reply in pairwise(item):
+            out[(index, reply[0].position)] = prompt_words(prompt)
+    return {key: found for key, found in out.items() if found}
 
 
 def _said(hit: Hit) -> datetime | None:
@@ -251,7 +313,9 @@ def compose(question: str, hits: list[Hit]) -> RecallAnswer:
     best sentence, and more only when they add to it."""
     if not hits:
         return RecallAnswer(answer=NOTHING_STORED, citations=[], model=MODEL)
-    candidates = _candidates(question, hits)
+    ignored = speakers([h.text for h in hits])
+    sentences = [split(hit.text) for hit in hits]
+    candidates = _candidates(question, hits, sentences, ignored)
     chosen = _choose(candidates)
     when = question_kind(question) == TIME
     # Each hit's best sentence, eligible ones first: the one quoted, for a hit the answer used.
@@ -263,12 +327,12 @@ def compose(question: str, hits: list[Hit]) -> RecallAnswer:
     citations: list[Citation] = []
     for number, hit in enumerate(hits):
         candidate = best_of_hit.get(number)
-        snippet = _snippet(candidate, split(hit.text)) if candidate else _clip(hit.text)
+        snippet = _snippet(candidate, sentences[number]) if candidate else _clip(hit.text)
         citations.append(Citation(id=hit.id, kind=hit.kind, snippet=snippet, meta=hit.meta, score=hit.score))
     if not chosen:
         return RecallAnswer(answer=f"{NOTHING_SHARED} {citations[0].snippet} [1]", citations=citations, model=MODEL)
     quotes = [_quote(c, hits[c.hit], when=when) for c in chosen]
     answer = " ".join(quotes)
-    if not any(c.matched or c.kind for c in chosen):
+    if not any(c.answers for c in chosen):
         answer = f"{NOTHING_SHARED} {answer}"
     return RecallAnswer(answer=answer, citations=citations, model=MODEL)

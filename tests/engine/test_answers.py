@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from app.contract.meta import Meta
+from app.contract.meta import Meta, TurnRange
 from app.contract.requests import Hit
 from app.engine import answers
 from app.engine.answers import compose, question_kind
@@ -31,6 +31,12 @@ def hits(*texts: str, kind: str = "learning") -> list[Hit]:
 
 def turn(speaker: str, text: str) -> str:
     return f"user: {speaker}: {text}"
+
+
+def numbered(rank: int, number: int, speaker: str, text: str) -> Hit:
+    """A conversation turn stored as its own item: turn ``number`` of one thread."""
+    meta = Meta(namespace="user:ana", thread_id="evening", turns=TurnRange(first=number, last=number), observed_at=SAID)
+    return Hit(id=f"{rank:040x}", kind="conversation", text=turn(speaker, text), meta=meta, score=1.0 / (rank + 1))
 
 
 LEARNINGS = [
@@ -205,6 +211,8 @@ def test_a_citation_snippet_is_its_best_sentence_with_context_when_short() -> No
 def test_framing_is_split_off_sentences() -> None:
     (first, second) = split("user: Ines: Hey Tomas! I went yesterday.")
     assert (first.text, first.speaker, second.text, second.position) == ("Hey Tomas!", "Ines", "I went yesterday.", 1)
+    lines = split("user: Ben: Which one? Tell me.\n\nassistant: Ana: Rooibos.")
+    assert [(s.line, s.position) for s in lines] == [(0, 0), (0, 1), (1, 2)]  # blank lines are not counted
     assert [s.speaker for s in split("Note: deploys happen on Thursdays.")] == [None]
     assert [s.text for s in split("# Deploys\n\nThey run on Thursdays.")] == ["Deploys", "They run on Thursdays."]
 
@@ -219,3 +227,25 @@ def test_which_prefers_the_sentence_naming_something() -> None:
     assert compose("Which novel is the user reading?", reading).answer == (
         '"The user is reading the novel "Salt Road" now." [2]'
     )
+
+
+def test_a_reply_answers_what_the_turn_just_before_it_asked() -> None:
+    question = "What tea does Ana reach for first?"
+    liking = numbered(0, 9, "Ana", "I like tea a lot, honestly.")
+    asking = numbered(1, 3, "Ben", "Which tea do you reach for first?")
+    # "Rooibos, every morning." shares no word of the question, but replies to the turn that asked it.
+    answer = compose(question, [liking, asking, numbered(2, 4, "Ana", "Rooibos, every morning.")]).answer
+    assert answer.startswith('Ana: "Rooibos, every morning." [3]')
+    # The same words, not the turn after the one that asked: no reply, and the shared words win.
+    answer = compose(question, [liking, asking, numbered(2, 6, "Ana", "Rooibos, every morning.")]).answer
+    assert answer.startswith('Ana: "I like tea a lot, honestly." [1]')
+    # Nor when the turn before asks nothing.
+    telling = numbered(1, 3, "Ben", "We should get food later.")
+    answer = compose(question, [liking, telling, numbered(2, 4, "Ana", "Rooibos, every morning.")]).answer
+    assert answer.startswith('Ana: "I like tea a lot, honestly." [1]')
+
+
+def test_a_reply_in_the_same_item_and_a_reply_alone_is_an_answer() -> None:
+    exchange = hit(turn("Ben", "Which tea do you reach for first?") + "\n" + turn("Ana", "Rooibos, every morning."))
+    answer = compose("What tea does the user reach for first?", [exchange]).answer
+    assert answer == 'Ana: "Rooibos, every morning." [1]'  # an answer, not "no stored memory shares..."
