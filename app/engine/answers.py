@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from itertools import pairwise
@@ -33,7 +34,8 @@ NOTHING_STORED = "nothing relevant is stored: no memory within the filter answer
 NOTHING_SHARED = "no stored memory shares the question's words; the closest memory reads:"
 
 # How much each piece of evidence weighs (docs/answers.md has the measurements): the share of the
-# question's content words a sentence holds; holding what the question word asks for; the hit's rank
+# question's content words a sentence holds (a word rare among the hits' sentences weighing more, _share);
+# holding what the question word asks for; the hit's rank
 # (hybrid retrieval's order, which knows meaning the words miss: "live" finds "moved"); words of its own
 # beyond the question's (a sentence that only restates the question answers nothing), up to NEW_WORDS;
 # a question asked back ("how often do you walk them?") is pushed down; the words of the one the question
@@ -171,13 +173,13 @@ def _candidates(
     wanted = question_stems(question, ignored)
     kind = question_kind(question)
     out = []
-    share = (lambda found: len(found) / len(wanted)) if wanted else (lambda found: 0.0)
     named = {w.lower() for w in words(question)} & ignored
+    stems_of = [[content_stems(sentence.text, ignored) for sentence in item] for item in sentences]
+    share = _share(wanted, [stems for item in stems_of for stems in item])
     asked = _asked(hits, sentences, wanted, ignored)
     for rank, item in enumerate(sentences):
         prior = RANK_WEIGHT / math.sqrt(rank + 1)
-        for sentence in item:
-            stems = content_stems(sentence.text, ignored)
+        for sentence, stems in zip(item, stems_of[rank], strict=True):
             matched = stems & wanted
             holds = holds_kind(sentence.text, kind, ignored)
             prompted = asked.get((rank, sentence.position), frozenset()) - matched
@@ -189,6 +191,17 @@ def _candidates(
                 score += SPEAKER_WEIGHT
             out.append(Candidate(rank, sentence, matched, stems, holds, score, prompted))
     return out
+
+
+def _share(wanted: frozenset[str], sentences: list[frozenset[str]]) -> Callable[[frozenset[str]], float]:
+    """The weighted share of the question's words a set of them holds. A word weighs log(1 + n / (1 + d)),
+    n the hits' sentences, d those holding it: "dog" in every sentence says little about which one answers,
+    "harmonica" in one says much (docs/answers.md#how-the-answer-is-built)."""
+    weight = {w: math.log(1 + len(sentences) / (1 + sum(w in stems for stems in sentences))) for w in wanted}
+    total = sum(weight.values())
+    if not total:
+        return lambda found: 0.0
+    return lambda found: sum(weight[w] for w in found) / total
 
 
 def _turn_before(hits: list[Hit]) -> dict[int, int]:

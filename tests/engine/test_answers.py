@@ -249,3 +249,10 @@ def test_a_reply_in_the_same_item_and_a_reply_alone_is_an_answer() -> None:
     exchange = hit(turn("Ben", "Which tea do you reach for first?") + "\n" + turn("Ana", "Rooibos, every morning."))
     answer = compose("What tea does the user reach for first?", [exchange]).answer
     assert answer == 'Ana: "Rooibos, every morning." [1]'  # an answer, not "no stored memory shares..."
+
+
+def test_a_word_rare_among_the_hits_weighs_more_than_a_common_one() -> None:
+    lake = hits("We swam in the lake.", "The kayak is blue.", "The lake was cold.", "The lake is near.")
+    # Both first sentences hold one of "lake" and "kayak"; three sentences say "lake", one "kayak".
+    answer = compose("What did the user do at the lake with the kayak?", lake).answer
+    assert answer.startswith('"The kayak is blue." [2]')
