@@ -28,6 +28,8 @@ TARGET_WORDS = 25
 """The quoted words' budget: one sentence always fits, a second only when both fit; a reader wants a few
 words (LoCoMo's gold answers run ~5), so each further sentence must add what the first lacked."""
 MAX_SENTENCES = 2
+TRIM_WORDS = 8
+"""A quote this long, for a question that asks for a kind, keeps only its clauses holding that kind."""
 CONTEXT_WORDS = 6
 """A chosen sentence shorter than this is cited with its neighbour, so the snippet reads on its own."""
 NOTHING_STORED = "nothing relevant is stored: no memory within the filter answers this question"
@@ -94,6 +96,8 @@ _OPENER = re.compile(
 )
 _PLACE_BEFORE = frozenset(["in", "to", "at", "from", "near", "around", "visit", "visited", "moved"])
 _TITLE = re.compile(r'"[^"]+"|\u201c[^\u201d]+\u201d')
+# Where a sentence divides into clauses: after a comma, semicolon or colon, or around a dash.
+_CLAUSE = re.compile(r"((?<=[,;:])\s+|\s+[-\u2013\u2014]+\s+)")
 
 
 def question_kind(question: str) -> str | None:
@@ -255,21 +259,48 @@ def _said(hit: Hit) -> datetime | None:
     return hit.meta.observed_at
 
 
-def _quote(candidate: Candidate, hit: Hit, *, when: bool) -> str:
-    """``Ines: "I went yesterday" (yesterday = May 7, 2023) [2]``. For a "when" question whose sentence
-    names no time, the day it was said is the best date memory holds, and is given as such."""
-    text = candidate.sentence.text
+def _quote(candidate: Candidate, hit: Hit, kind: str | None, ignored: frozenset[str]) -> str:
+    """``Ines: "I went yesterday" (yesterday = May 7, 2023) [2]``. A "when" question is answered with the date
+    first, ``May 7, 2023 — Ines: "I went yesterday" [2]``; one whose sentence names no time gets the day it
+    was said, the best date memory holds, given as such."""
+    text = _trimmed(_without_opener(candidate.sentence.text), kind, ignored)
     said = _said(hit)
     resolved = times.resolve(text, said)
-    quoted = f'"{_clip(_without_opener(text))}"'
+    quoted = f'"{_clip(text)}"'
     if candidate.sentence.speaker:
         quoted = f"{candidate.sentence.speaker}: {quoted}"
+    if kind == TIME and resolved:
+        quoted = f"{resolved[0].meaning} \u2014 {quoted}"
+        resolved = resolved[1:]
     notes = [f"{r.phrase} = {r.meaning}" for r in resolved]
-    if when and not notes and said is not None and not times.carries_time(text):
+    if kind == TIME and said is not None and not times.carries_time(text):
         notes.append(f"said {times.day_text(said.date())}")
     if notes:
         quoted += f" ({'; '.join(notes)})"
     return f"{quoted} [{candidate.hit + 1}]"
+
+
+def _trimmed(text: str, kind: str | None, ignored: frozenset[str]) -> str:
+    """For a question asking for a kind, a long sentence cut to its clauses that hold it, what is left out
+    marked "…": "What a day - we finally launched the boat last week!" answers "when?" as "… we finally
+    launched the boat last week!". The sentence as it is when no clause holds the kind, or every clause does."""
+    if kind is None or len(words(text)) < TRIM_WORDS:
+        return text
+    pieces = _CLAUSE.split(text)  # clause, separator, clause, ...
+    clauses = pieces[::2]
+    keep = [holds_kind(clause, kind, ignored) for clause in clauses]
+    if not any(keep) or all(keep):
+        return text
+    out = "" if keep[0] else "… "
+    for index, clause in enumerate(clauses):
+        if not keep[index]:
+            continue
+        if index > 0 and keep[index - 1]:
+            out += pieces[2 * index - 1]
+        elif index > 0 and out.strip() != "…":
+            out += " … "
+        out += clause if index + 1 == len(clauses) or keep[index + 1] else clause.rstrip(",;:")
+    return out if keep[-1] else f"{out} …"
 
 
 def _without_opener(text: str) -> str:
@@ -330,7 +361,7 @@ def compose(question: str, hits: list[Hit]) -> RecallAnswer:
     sentences = [split(hit.text) for hit in hits]
     candidates = _candidates(question, hits, sentences, ignored)
     chosen = _choose(candidates)
-    when = question_kind(question) == TIME
+    kind = question_kind(question)
     # Each hit's best sentence, eligible ones first: the one quoted, for a hit the answer used.
     best_of_hit: dict[int, Candidate] = {}
     for candidate in candidates:
@@ -344,7 +375,7 @@ def compose(question: str, hits: list[Hit]) -> RecallAnswer:
         citations.append(Citation(id=hit.id, kind=hit.kind, snippet=snippet, meta=hit.meta, score=hit.score))
     if not chosen:
         return RecallAnswer(answer=f"{NOTHING_SHARED} {citations[0].snippet} [1]", citations=citations, model=MODEL)
-    quotes = [_quote(c, hits[c.hit], when=when) for c in chosen]
+    quotes = [_quote(c, hits[c.hit], kind, ignored) for c in chosen]
     answer = " ".join(quotes)
     if not any(c.answers for c in chosen):
         answer = f"{NOTHING_SHARED} {answer}"

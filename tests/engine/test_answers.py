@@ -158,7 +158,7 @@ def test_when_prefers_the_sentence_with_a_time_and_resolves_it() -> None:
         kind="conversation",
     )
     answer = compose("When did Ana go to the choir rehearsal?", conversation)
-    assert answer.answer.startswith('Ana: "I went to the choir rehearsal yesterday." (yesterday = May 7, 2023) [2]')
+    assert answer.answer.startswith('May 7, 2023 \u2014 Ana: "I went to the choir rehearsal yesterday." [2]')
     assert answer.citations[1].snippet == "I went to the choir rehearsal yesterday."
 
 
@@ -169,8 +169,14 @@ def test_who_prefers_a_person_and_how_many_a_number() -> None:
     assert compose("How many dogs does the user have?", numbers).answer.startswith('"The user has three dogs."')
 
 
-def test_every_relative_time_of_the_quote_is_written_out() -> None:
+def test_every_relative_time_of_the_quote_is_written_out_the_first_first_when_asked_when() -> None:
     answer = compose("When did the user hike?", [hit("I hiked last weekend and swam two years ago.")])
+    assert answer.answer == (
+        'the weekend before May 8, 2023 \u2014 "I hiked last weekend and swam two years ago." '
+        "(two years ago = 2021) [1]"
+    )
+    # Asked what, not when, the times are notes beside the quote.
+    answer = compose("What did the user do on the hike?", [hit("I hiked last weekend and swam two years ago.")])
     assert answer.answer == (
         '"I hiked last weekend and swam two years ago." '
         "(last weekend = the weekend before May 8, 2023; two years ago = 2021) [1]"
@@ -256,3 +262,19 @@ def test_a_word_rare_among_the_hits_weighs_more_than_a_common_one() -> None:
     # Both first sentences hold one of "lake" and "kayak"; three sentences say "lake", one "kayak".
     answer = compose("What did the user do at the lake with the kayak?", lake).answer
     assert answer.startswith('"The kayak is blue." [2]')
+
+
+def test_a_long_sentence_is_cut_to_the_clauses_holding_what_is_asked() -> None:
+    shop = [hit("What a day, honestly, we finally launched the boat last week!")]
+    assert compose("When did the user launch the boat?", shop).answer == (
+        'the week before May 8, 2023 \u2014 "\u2026 we finally launched the boat last week!" [1]'
+    )
+    moved = [hit("We moved to Porto - the rent there was far too high for us.")]
+    assert compose("Where did the user move?", moved).answer == '"We moved to Porto \u2026" [1]'
+    # Short sentences, and questions asking for no kind, keep the whole sentence.
+    assert compose("When did the user open it?", [hit("Wow, so, I opened it, last week.")]).answer == (
+        'the week before May 8, 2023 \u2014 "I opened it, last week." [1]'
+    )
+    assert compose("What did the user launch?", shop).answer == (
+        '"What a day, honestly, we finally launched the boat last week!" (last week = the week before May 8, 2023) [1]'
+    )
