@@ -24,10 +24,16 @@ from app.engine.sentences import Sentence, content_stems, speakers, split, words
 
 MODEL = "engram-extractive-4"
 SNIPPET_CHARS = 280
-TARGET_WORDS = 25
-"""The quoted words' budget: one sentence always fits, a second only when both fit; a reader wants a few
-words (LoCoMo's gold answers run ~5), so each further sentence must add what the first lacked."""
-MAX_SENTENCES = 2
+TARGET_WORDS = 30
+"""The quoted words' budget: one sentence always fits, further ones only while all fit; a reader wants a
+few words (LoCoMo's gold answers run ~5), so each further sentence must add what the first lacked."""
+MAX_SENTENCES = 3
+ENOUGH_SHARE = 0.7
+"""A first sentence holding this (weighted) share of the question's words, the kind it asks for and a word
+of its own is the answer alone: a second would only lengthen it (docs/answers.md#how-the-answer-is-built)."""
+OWN_WORDS = 1
+"""Words of its own, beyond the question's, that a sentence needs to be more than the question restated;
+while the chosen only restate it, a sentence that says something of its own adds to them."""
 TRIM_WORDS = 8
 """A quote this long, for a question that asks for a kind, keeps only its clauses holding that kind."""
 CONTEXT_WORDS = 6
@@ -155,6 +161,8 @@ class Candidate:
     stems: frozenset[str]
     kind: bool
     score: float
+    share: float = 0.0
+    """The share of the question's words it holds itself."""
     asked: frozenset[str] = frozenset()
     """The question's words the turn it replies to asked, when it opens a reply."""
 
@@ -162,6 +170,11 @@ class Candidate:
     def eligible(self) -> bool:
         """Chosen alone only when it has words of its own: a bare "Hey Tomas!" never is."""
         return len(self.stems) >= 2 or bool(self.matched)
+
+    @property
+    def restates(self) -> bool:
+        """It holds fewer than OWN_WORDS words beyond the question's: it may say what was asked, not the answer."""
+        return len(self.stems - self.matched) < OWN_WORDS
 
     @property
     def answers(self) -> bool:
@@ -193,7 +206,7 @@ def _candidates(
                 score -= ASKING_PENALTY
             if sentence.speaker and named & {w.lower() for w in words(sentence.speaker)}:
                 score += SPEAKER_WEIGHT
-            out.append(Candidate(rank, sentence, matched, stems, holds, score, prompted))
+            out.append(Candidate(rank, sentence, matched, stems, holds, score, share(matched), prompted))
     return out
 
 
@@ -309,13 +322,16 @@ def _without_opener(text: str) -> str:
     return rest[0].upper() + rest[1:] if rest else text
 
 
-def _choose(candidates: list[Candidate]) -> list[Candidate]:
-    """The best sentence, then others only while they add question words (or the wanted kind) the chosen
-    lack and the answer stays within TARGET_WORDS."""
+def _choose(candidates: list[Candidate], kind: str | None) -> list[Candidate]:
+    """The best sentence, alone when it holds most of the question's words, the kind it asks for and a word
+    of its own; else others too, while they add question words or the wanted kind the chosen lack (or, while
+    the chosen only restate the question, words of their own) and the answer stays within TARGET_WORDS."""
     ranked = sorted((c for c in candidates if c.eligible), key=lambda c: -c.score)
     if not ranked:
         return []
     chosen = [ranked[0]]
+    if (ranked[0].kind or kind is None) and ranked[0].share >= ENOUGH_SHARE and not ranked[0].restates:
+        return chosen
     covered = set(ranked[0].matched)
     has_kind = ranked[0].kind
     length = len(words(ranked[0].sentence.text))
@@ -325,8 +341,10 @@ def _choose(candidates: list[Candidate]) -> list[Candidate]:
         if candidate.sentence.text.endswith("?"):
             continue  # a question asked back answers nothing
         adds = bool(candidate.matched - covered) or (candidate.kind and not has_kind)
+        if not (adds or (not candidate.restates and all(c.restates for c in chosen))):
+            continue
         size = len(words(candidate.sentence.text))
-        if not adds or length + size > TARGET_WORDS:
+        if length + size > TARGET_WORDS:
             continue
         chosen.append(candidate)
         covered |= candidate.matched
@@ -360,8 +378,8 @@ def compose(question: str, hits: list[Hit]) -> RecallAnswer:
     ignored = speakers([h.text for h in hits])
     sentences = [split(hit.text) for hit in hits]
     candidates = _candidates(question, hits, sentences, ignored)
-    chosen = _choose(candidates)
     kind = question_kind(question)
+    chosen = _choose(candidates, kind)
     # Each hit's best sentence, eligible ones first: the one quoted, for a hit the answer used.
     best_of_hit: dict[int, Candidate] = {}
     for candidate in candidates:

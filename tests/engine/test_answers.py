@@ -278,3 +278,18 @@ def test_a_long_sentence_is_cut_to_the_clauses_holding_what_is_asked() -> None:
     assert compose("What did the user launch?", shop).answer == (
         '"What a day, honestly, we finally launched the boat last week!" (last week = the week before May 8, 2023) [1]'
     )
+
+
+def test_a_first_sentence_holding_most_of_the_question_and_its_kind_is_the_answer_alone() -> None:
+    boat = hits(
+        "I repainted the boat last Saturday.", "The old shed leaks.", "The old gate creaks.", "The old fence leans."
+    )
+    # "old" is in three of the four sentences: it weighs little, and the first holds the rest and a time.
+    answer = compose("When did the user repaint the old boat?", boat).answer
+    assert answer == 'May 6, 2023 \u2014 "I repainted the boat last Saturday." [1]'
+
+
+def test_a_sentence_restating_the_question_lets_one_with_words_of_its_own_follow() -> None:
+    baking = hits("I baked with my aunt.", "Almond biscuits, every Sunday.")
+    answer = compose("What did the user bake with their aunt?", baking).answer
+    assert answer == '"I baked with my aunt." [1] "Almond biscuits, every Sunday." [2]'
