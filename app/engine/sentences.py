@@ -71,23 +71,26 @@ def content_stems(text: str, ignored: frozenset[str] = frozenset()) -> frozenset
 
 @dataclass(frozen=True)
 class Sentence:
-    """One sentence of one hit, framing split off."""
+    """One sentence of one hit, framing split off; ``line`` numbers the item's non-blank lines (a turn
+    each, in a conversation), so a sentence that opens a line is known to reply to the line before."""
 
     text: str
     speaker: str | None = None
     position: int = 0
+    line: int = 0
 
 
 def split(text: str) -> list[Sentence]:
     """The sentences of a rendered item, in order, each with the speaker of its line when a conversation
     turn names one (``user: Ines: ...``); a document's "Note: ..." names no speaker."""
     out: list[Sentence] = []
+    lines = 0
     for raw in text.splitlines():
         speaker, line = _framing(raw)
-        for part in _SPLIT.split(line):
-            part = part.strip()
-            if part:
-                out.append(Sentence(text=part, speaker=speaker, position=len(out)))
+        parts = [part.strip() for part in _SPLIT.split(line) if part.strip()]
+        for part in parts:
+            out.append(Sentence(text=part, speaker=speaker, position=len(out), line=lines))
+        lines += bool(parts)
     return out
 
 

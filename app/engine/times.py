@@ -48,19 +48,28 @@ _COUNTS = {
 _COUNT = r"(?P<count>\d{1,2}|a couple of|couple of|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
 _UNIT = r"(?P<unit>day|week|month|year)s?"
 _DAY = r"(?P<day>monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
+# The seasons as the northern hemisphere's calendar has them: the month each starts (winter runs into the
+# next year: December to February).
+_SEASON_START = {"spring": 3, "summer": 6, "fall": 9, "autumn": 9, "winter": 12}
+_SEASON = r"(?P<season>spring|summer|fall|autumn|winter)"
 
 # Longest first where two could match at one place ("last weekend" before "last week").
 _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     (kind, re.compile(rf"\b{pattern}\b", re.IGNORECASE))
     for kind, pattern in (
         # "A few days ago" names no one day: it is kept as said, placed before the day it was said.
-        ("few", rf"(?:a\s+)?few\s+{_UNIT}\s+ago"),
-        ("ago", rf"{_COUNT}\s+{_UNIT}\s+ago"),
-        ("in", rf"in\s+{_COUNT}\s+{_UNIT}(?!\s+ago)"),
+        ("few", rf"(?:a\s+)?few\s+{_UNIT}\s+(?:ago|back)"),
+        ("ago", rf"{_COUNT}\s+{_UNIT}\s+(?:ago|back)"),
+        ("in", rf"in\s+{_COUNT}\s+{_UNIT}(?!\s+(?:ago|back))"),
         ("weekday", rf"(?P<which>last|this|next|this past|this coming|on)\s+{_DAY}"),
         ("weekend", r"(?P<which>last|this|next|this past|this coming)\s+weekend"),
         ("period", r"(?P<which>last|this|next|this past|this coming)\s+(?P<unit>week|month|year)"),
-        ("day", r"(?P<word>yesterday|today|tonight|tomorrow|last night|this morning|this afternoon|this evening)"),
+        ("season", rf"(?P<which>last|this|next|this past|this coming)\s+{_SEASON}"),
+        (
+            "day",
+            r"(?P<word>the day before yesterday|the day after tomorrow|yesterday|today|tonight|tomorrow|last night|"
+            r"this morning|this afternoon|this evening)",
+        ),
     )
 )
 
@@ -107,7 +116,8 @@ def _meaning(kind: str, match: re.Match[str], today: date) -> str | None:
     """The calendar meaning of one matched phrase said on ``today``; None when it names no one time."""
     groups = {k: (v or "").lower() for k, v in match.groupdict().items()}
     if kind == "day":
-        offset = {"yesterday": -1, "last night": -1, "tomorrow": 1}.get(groups["word"], 0)
+        offsets = {"the day before yesterday": -2, "yesterday": -1, "last night": -1, "tomorrow": 1}
+        offset = offsets.get(groups["word"], 2 if groups["word"] == "the day after tomorrow" else 0)
         return day_text(today + timedelta(days=offset))
     if kind == "few":
         return f"a few {groups['unit']}s before {day_text(today)}"
@@ -116,6 +126,8 @@ def _meaning(kind: str, match: re.Match[str], today: date) -> str | None:
         return _offset_text(groups["unit"], -count if kind == "ago" else count, today)
     which = groups["which"]
     step = -1 if which in ("last", "this past") else 1 if which in ("next", "this coming") else 0
+    if kind == "season":
+        return _season_text(groups["season"], step, today)
     if kind == "weekday":
         wanted = _WEEKDAY_NUMBER[groups["day"]]
         if which == "on":
@@ -133,6 +145,27 @@ def _meaning(kind: str, match: re.Match[str], today: date) -> str | None:
         saturday = today - timedelta(days=today.weekday()) + timedelta(days=5)
         return _weekend_text(saturday + timedelta(weeks=step))
     return _offset_text(groups["unit"], step, today)
+
+
+def _season_text(season: str, step: int, today: date) -> str:
+    """``summer 2022``, ``winter 2022–23``. This season is the one under way, or else the one of this year
+    (for winter, the one ending this year until it starts again in December); last season the latest that
+    has ended, next season the first yet to start."""
+    start = _SEASON_START[season]
+    index = today.year * 12 + today.month - 1  # months since year 0
+
+    def begins(year: int) -> int:
+        return year * 12 + start - 1
+
+    if step < 0:
+        year = max(y for y in range(today.year - 2, today.year + 1) if begins(y) + 3 <= index)
+    elif step > 0:
+        year = min(y for y in range(today.year - 1, today.year + 2) if begins(y) > index)
+    else:
+        year = today.year - 1 if season == "winter" and today.month <= 2 else today.year
+    if season == "winter":
+        return f"winter {year}\u2013{str(year + 1)[-2:]}"
+    return f"{season} {year}"
 
 
 def _offset_text(unit: str, count: int, today: date) -> str:

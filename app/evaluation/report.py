@@ -7,6 +7,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import IO, Any
 
+from app.contract.items import ITEM_ADAPTER
+from app.engine import answers as extractive
+from app.engine import times
 from app.evaluation.labelled import ALL
 from app.evaluation.metrics import (
     NDCG_DEPTH,
@@ -67,15 +70,41 @@ def answer_row(answered: Sequence[QuestionResult]) -> Scores:
 
 
 def answer_table(run: Run) -> dict[str, Scores]:
-    """category -> answer scores, ``all`` first; empty when no question was recalled."""
+    """category -> answer scores, ``all`` first; empty when no question was recalled. The ``all`` row also
+    says how many "when" questions have evidence that says a relative time, and the share of them dated."""
     recalled = [r for r in run.results if r.answered is not None]
     if not recalled:
         return {}
     categories = list(dict.fromkeys(r.question.category for r in recalled))
-    return {
+    table = {
         category: answer_row([r for r in recalled if category == ALL or r.question.category == category])
         for category in [ALL, *categories]
     }
+    relative, dated = when_dated(run, recalled)
+    table[ALL] |= {"when_relative": relative, "when_dated": dated}
+    return table
+
+
+def when_dated(run: Run, recalled: Sequence[QuestionResult]) -> tuple[int, float]:
+    """The "when" questions whose gold evidence says a relative time ("I went last Tuesday"), and the share of
+    them whose answer writes the date one of those times means on the day its evidence was said: what the
+    time rule (docs/answers.md#the-time-rule) is for."""
+    said = {item.key: ITEM_ADAPTER.validate_python(item.body) for item in run.labelled.items}
+    asked = 0
+    answered = 0
+    for result in recalled:
+        if result.answered is None or extractive.question_kind(result.question.text) != extractive.TIME:
+            continue
+        meanings = {
+            found.meaning
+            for key in result.question.gold
+            if key in said
+            for found in times.resolve(said[key].render_text(), said[key].meta.observed_at)
+        }
+        if meanings:
+            asked += 1
+            answered += any(meaning in result.answered.answer for meaning in meanings)
+    return asked, answered / asked if asked else 0.0
 
 
 def embedder_name(run: Run, fallback: str | None) -> str | None:
@@ -138,6 +167,12 @@ def text(doc: dict[str, Any]) -> str:
         for category, scores in answers.items():
             values = "  ".join(f"{scores[c]:>{size}.{1 if c == 'words' else 3}f}" for c in ANSWER_COLUMNS)
             lines.append(f"{category:<{width}}  {values}  {int(scores['count']):>5}")
+        relative = int(answers[ALL].get("when_relative", 0))
+        if relative:
+            lines.append(
+                f"when questions whose evidence says a relative time: {relative}, "
+                f"answered with its date: {answers[ALL]['when_dated']:.3f}"
+            )
     return "\n".join(lines) + "\n"
 
 

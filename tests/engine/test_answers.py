@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from app.contract.meta import Meta
+from app.contract.meta import Meta, TurnRange
 from app.contract.requests import Hit
 from app.engine import answers
 from app.engine.answers import compose, question_kind
@@ -33,6 +33,12 @@ def turn(speaker: str, text: str) -> str:
     return f"user: {speaker}: {text}"
 
 
+def numbered(rank: int, number: int, speaker: str, text: str) -> Hit:
+    """A conversation turn stored as its own item: turn ``number`` of one thread."""
+    meta = Meta(namespace="user:ana", thread_id="evening", turns=TurnRange(first=number, last=number), observed_at=SAID)
+    return Hit(id=f"{rank:040x}", kind="conversation", text=turn(speaker, text), meta=meta, score=1.0 / (rank + 1))
+
+
 LEARNINGS = [
     "Remember: deploys happen on Thursdays only.",
     "The user prefers tabs over spaces.",
@@ -45,7 +51,7 @@ def test_where_answers_from_the_sentence_naming_a_place_though_it_shares_no_word
     answer = compose("Where does the user live now?", hits(*LEARNINGS))
     assert answer.answer == '"I moved to Lisbon in March 2024" [3]'
     assert answer.citations[2].snippet == "I moved to Lisbon in March 2024"
-    assert answer.model == "engram-extractive-3"
+    assert answer.model == "engram-extractive-4"
 
 
 def test_role_words_and_speakers_names_are_no_evidence() -> None:
@@ -130,6 +136,15 @@ def test_a_question_asked_back_is_not_the_answer() -> None:
         ("How many dogs does Ana have?", "number"),
         ("How long has Ana lived there?", "number"),
         ("What does Ana cook?", None),
+        ("Which bakery sells the rye?", "name"),
+        ("What is the name of Ana's cat?", "name"),
+        ("In which town did Ana grow up?", "place"),
+        ("Since when has Ana kept bees?", "time"),
+        # Further in, "when", "where", "who" and "which" join a clause: they ask for nothing.
+        ("What did Ana cook when she lived in Lisbon?", None),
+        ("What is the town where they met?", None),
+        ("What did the friend who visited bring?", None),
+        ("What is the book which Ana lent?", None),
     ],
 )
 def test_the_question_word_names_what_kind_of_answer_is_wanted(question: str, kind: str | None) -> None:
@@ -143,7 +158,7 @@ def test_when_prefers_the_sentence_with_a_time_and_resolves_it() -> None:
         kind="conversation",
     )
     answer = compose("When did Ana go to the choir rehearsal?", conversation)
-    assert answer.answer.startswith('Ana: "I went to the choir rehearsal yesterday." (yesterday = May 7, 2023) [2]')
+    assert answer.answer.startswith('May 7, 2023 \u2014 Ana: "I went to the choir rehearsal yesterday." [2]')
     assert answer.citations[1].snippet == "I went to the choir rehearsal yesterday."
 
 
@@ -154,8 +169,14 @@ def test_who_prefers_a_person_and_how_many_a_number() -> None:
     assert compose("How many dogs does the user have?", numbers).answer.startswith('"The user has three dogs."')
 
 
-def test_every_relative_time_of_the_quote_is_written_out() -> None:
+def test_every_relative_time_of_the_quote_is_written_out_the_first_first_when_asked_when() -> None:
     answer = compose("When did the user hike?", [hit("I hiked last weekend and swam two years ago.")])
+    assert answer.answer == (
+        'the weekend before May 8, 2023 \u2014 "I hiked last weekend and swam two years ago." '
+        "(two years ago = 2021) [1]"
+    )
+    # Asked what, not when, the times are notes beside the quote.
+    answer = compose("What did the user do on the hike?", [hit("I hiked last weekend and swam two years ago.")])
     assert answer.answer == (
         '"I hiked last weekend and swam two years ago." '
         "(last weekend = the weekend before May 8, 2023; two years ago = 2021) [1]"
@@ -196,6 +217,8 @@ def test_a_citation_snippet_is_its_best_sentence_with_context_when_short() -> No
 def test_framing_is_split_off_sentences() -> None:
     (first, second) = split("user: Ines: Hey Tomas! I went yesterday.")
     assert (first.text, first.speaker, second.text, second.position) == ("Hey Tomas!", "Ines", "I went yesterday.", 1)
+    lines = split("user: Ben: Which one? Tell me.\n\nassistant: Ana: Rooibos.")
+    assert [(s.line, s.position) for s in lines] == [(0, 0), (0, 1), (1, 2)]  # blank lines are not counted
     assert [s.speaker for s in split("Note: deploys happen on Thursdays.")] == [None]
     assert [s.text for s in split("# Deploys\n\nThey run on Thursdays.")] == ["Deploys", "They run on Thursdays."]
 
@@ -203,3 +226,70 @@ def test_framing_is_split_off_sentences() -> None:
 def test_no_hits_say_nothing_is_stored() -> None:
     answer = compose("Where does the user live?", [])
     assert answer.answer == answers.NOTHING_STORED and answer.citations == []
+
+
+def test_which_prefers_the_sentence_naming_something() -> None:
+    reading = hits("The user is reading a novel every evening.", 'The user is reading the novel "Salt Road" now.')
+    assert compose("Which novel is the user reading?", reading).answer == (
+        '"The user is reading the novel "Salt Road" now." [2]'
+    )
+
+
+def test_a_reply_answers_what_the_turn_just_before_it_asked() -> None:
+    question = "What tea does Ana reach for first?"
+    liking = numbered(0, 9, "Ana", "I like tea a lot, honestly.")
+    asking = numbered(1, 3, "Ben", "Which tea do you reach for first?")
+    # "Rooibos, every morning." shares no word of the question, but replies to the turn that asked it.
+    answer = compose(question, [liking, asking, numbered(2, 4, "Ana", "Rooibos, every morning.")]).answer
+    assert answer.startswith('Ana: "Rooibos, every morning." [3]')
+    # The same words, not the turn after the one that asked: no reply, and the shared words win.
+    answer = compose(question, [liking, asking, numbered(2, 6, "Ana", "Rooibos, every morning.")]).answer
+    assert answer.startswith('Ana: "I like tea a lot, honestly." [1]')
+    # Nor when the turn before asks nothing.
+    telling = numbered(1, 3, "Ben", "We should get food later.")
+    answer = compose(question, [liking, telling, numbered(2, 4, "Ana", "Rooibos, every morning.")]).answer
+    assert answer.startswith('Ana: "I like tea a lot, honestly." [1]')
+
+
+def test_a_reply_in_the_same_item_and_a_reply_alone_is_an_answer() -> None:
+    exchange = hit(turn("Ben", "Which tea do you reach for first?") + "\n" + turn("Ana", "Rooibos, every morning."))
+    answer = compose("What tea does the user reach for first?", [exchange]).answer
+    assert answer == 'Ana: "Rooibos, every morning." [1]'  # an answer, not "no stored memory shares..."
+
+
+def test_a_word_rare_among_the_hits_weighs_more_than_a_common_one() -> None:
+    lake = hits("We swam in the lake.", "The kayak is blue.", "The lake was cold.", "The lake is near.")
+    # Both first sentences hold one of "lake" and "kayak"; three sentences say "lake", one "kayak".
+    answer = compose("What did the user do at the lake with the kayak?", lake).answer
+    assert answer.startswith('"The kayak is blue." [2]')
+
+
+def test_a_long_sentence_is_cut_to_the_clauses_holding_what_is_asked() -> None:
+    shop = [hit("What a day, honestly, we finally launched the boat last week!")]
+    assert compose("When did the user launch the boat?", shop).answer == (
+        'the week before May 8, 2023 \u2014 "\u2026 we finally launched the boat last week!" [1]'
+    )
+    moved = [hit("We moved to Porto - the rent there was far too high for us.")]
+    assert compose("Where did the user move?", moved).answer == '"We moved to Porto \u2026" [1]'
+    # Short sentences, and questions asking for no kind, keep the whole sentence.
+    assert compose("When did the user open it?", [hit("Wow, so, I opened it, last week.")]).answer == (
+        'the week before May 8, 2023 \u2014 "I opened it, last week." [1]'
+    )
+    assert compose("What did the user launch?", shop).answer == (
+        '"What a day, honestly, we finally launched the boat last week!" (last week = the week before May 8, 2023) [1]'
+    )
+
+
+def test_a_first_sentence_holding_most_of_the_question_and_its_kind_is_the_answer_alone() -> None:
+    boat = hits(
+        "I repainted the boat last Saturday.", "The old shed leaks.", "The old gate creaks.", "The old fence leans."
+    )
+    # "old" is in three of the four sentences: it weighs little, and the first holds the rest and a time.
+    answer = compose("When did the user repaint the old boat?", boat).answer
+    assert answer == 'May 6, 2023 \u2014 "I repainted the boat last Saturday." [1]'
+
+
+def test_a_sentence_restating_the_question_lets_one_with_words_of_its_own_follow() -> None:
+    baking = hits("I baked with my aunt.", "Almond biscuits, every Sunday.")
+    answer = compose("What did the user bake with their aunt?", baking).answer
+    assert answer == '"I baked with my aunt." [1] "Almond biscuits, every Sunday." [2]'

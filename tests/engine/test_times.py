@@ -44,6 +44,19 @@ SUNDAY = datetime(2023, 5, 14, 9, 0, tzinfo=UTC)
         ("We met a few days ago", MONDAY, "a few days ago", "a few days before May 8, 2023"),
         ("few weeks ago it rained", MONDAY, "few weeks ago", "a few weeks before May 8, 2023"),
         ("We camped this past weekend", MONDAY, "this past weekend", "the weekend before May 8, 2023"),
+        ("I bought it the day before yesterday", MONDAY, "the day before yesterday", "May 6, 2023"),
+        ("We fly the day after tomorrow", MONDAY, "the day after tomorrow", "May 10, 2023"),
+        ("I quit smoking two years back", MONDAY, "two years back", "2021"),
+        ("We met a few weeks back", MONDAY, "a few weeks back", "a few weeks before May 8, 2023"),
+        # Seasons as the northern calendar has them; winter runs from December into the next year.
+        ("We sailed last summer", MONDAY, "last summer", "summer 2022"),
+        ("We sail this summer", MONDAY, "this summer", "summer 2023"),
+        ("The roof leaked last winter", MONDAY, "last winter", "winter 2022\u201323"),
+        ("We ski next winter", MONDAY, "next winter", "winter 2023\u201324"),
+        ("It snowed a lot this winter", datetime(2023, 1, 20, tzinfo=UTC), "this winter", "winter 2022\u201323"),
+        ("We sailed last summer", datetime(2023, 9, 12, tzinfo=UTC), "last summer", "summer 2023"),
+        ("We sail next summer", datetime(2023, 7, 1, tzinfo=UTC), "next summer", "summer 2024"),
+        ("The leaves turn next fall", MONDAY, "next fall", "fall 2023"),
     ],
 )
 def test_each_expression_resolves_against_the_day_it_was_said(

@@ -8,11 +8,12 @@ import httpx
 import pytest
 
 from app.evaluation import report
-from app.evaluation.labelled import LabelledItem, LabelledSet, Question, read_jsonl
+from app.evaluation.labelled import LabelledItem, LabelledSet, Question, read_jsonl, read_locomo
 from app.evaluation.runner import EvaluationError, evaluate, subtree
 from tests.support.engines import ClientFactory
 
 TINY = Path(__file__).parent / "tiny.jsonl"
+LOCOMO_LIKE = Path(__file__).parent / "locomo-like.json"
 
 
 async def listed(client: httpx.AsyncClient, filter: dict[str, object]) -> list[dict[str, object]]:
@@ -133,3 +134,17 @@ async def test_no_answers_skips_recall(client: httpx.AsyncClient) -> None:
     assert all(r.answered is None for r in run.results)
     doc = report.document(run, (1,))
     assert "answers" not in doc and "answers" not in report.text(doc)
+
+
+async def test_the_answers_report_counts_when_questions_dated_from_their_relative_evidence(
+    client: httpx.AsyncClient,
+) -> None:
+    # "When did Tobiah paddle across the reservoir?": the evidence says "on Sunday", said on Monday 15 March 2021.
+    run = await evaluate(client, read_locomo(LOCOMO_LIKE), modes=["hybrid"], progress=False)
+    paddle = next(r for r in run.results if r.question.text.startswith("When did Tobiah paddle"))
+    assert paddle.answered is not None and paddle.answered.answer.startswith("March 14, 2021 \u2014 Tobiah:")
+    doc = report.document(run, (1,))
+    assert (doc["answers"]["all"]["when_relative"], doc["answers"]["all"]["when_dated"]) == (1, 1.0)
+    assert "when questions whose evidence says a relative time: 1, answered with its date: 1.000" in report.text(doc)
+    # Other questions and other categories add nothing to the count.
+    assert "when_relative" not in doc["answers"]["temporal"]

@@ -439,7 +439,7 @@ async def test_recall_answers_where_from_the_sentence_naming_a_place_and_cites_i
     number = body["citations"].index(cited) + 1
     assert body["answer"] == f'"I moved to Lisbon in March 2024" [{number}]'
     assert cited["snippet"] == "I moved to Lisbon in March 2024"
-    assert body["model"] == "engram-extractive-3"
+    assert body["model"] == "engram-extractive-4"
 
 
 async def test_list_pages_and_ends(client: httpx.AsyncClient) -> None:
