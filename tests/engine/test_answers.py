@@ -69,7 +69,7 @@ def test_role_words_and_speakers_names_are_no_evidence() -> None:
 
 def test_the_words_of_the_one_the_question_names_come_first() -> None:
     conversation = hits(
-        turn("John", "Playing drums when I was younger was a fun way to let off steam."),
+        turn("John", "Back at school I was the loudest trumpet in the band."),
         turn("James", "I used to play a guitar when I was younger."),
         kind="conversation",
     )
