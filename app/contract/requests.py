@@ -20,7 +20,7 @@ from app.contract.limits import (
     MAX_STORE_MANY,
     Limits,
 )
-from app.contract.meta import Filter, ItemKind, Meta
+from app.contract.meta import Filter, Instant, ItemKind, Meta
 from app.contract.namespaces import Reach
 from app.contract.nulls import plain_union_nulls
 from app.contract.text import check_storable, is_blank
@@ -255,6 +255,9 @@ class Hit(Answer):
     meta: Meta
     score: float
     confidence: float | None = None
+    stored_at: Instant | None = None
+    """When this service wrote the item (a restore or an import writes it again): ``get`` answers
+    it, beyond the seed contract; rankings and listings leave it out."""
 
 
 class FetchPage(Answer):

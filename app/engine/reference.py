@@ -80,7 +80,8 @@ class _Record:
         expiry = self.expires_at(policies) if policies else None
         return expiry is None or expiry > now
 
-    def hit(self, item_id: str, score: float) -> Hit:
+    def hit(self, item_id: str, score: float, *, stored: bool = False) -> Hit:
+        """``stored``: with ``stored_at``, as ``get`` answers it."""
         return Hit(
             id=item_id,
             kind=self.item.type,
@@ -88,6 +89,7 @@ class _Record:
             meta=self.item.meta,
             score=score,
             confidence=self.item.confidence if isinstance(self.item, Learning) else None,
+            stored_at=self.stored_at if stored else None,
         )
 
 
@@ -300,7 +302,7 @@ class ReferenceEngine:
                 continue
             if request.reach is not None and not request.reach.admits(record.item.meta.namespace_node):
                 continue
-            hits.append(record.hit(item_id, 0.0))
+            hits.append(record.hit(item_id, 0.0, stored=True))
         return hits
 
     async def forget(self, target: ForgetTarget) -> ForgetReport:

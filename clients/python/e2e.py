@@ -388,6 +388,14 @@ def run(base_url: str, api_key: str) -> None:
         "get: a document's text is its rendered form",
         got_document.text,
     )
+    stored_at = got_learning.stored_at
+    check(
+        isinstance(stored_at, datetime.datetime)
+        and stored_at.utcoffset() == datetime.timedelta(0)
+        and stored_at <= datetime.datetime.now(datetime.UTC),
+        "get: stored_at, when the service wrote the item, in UTC",
+        stored_at,
+    )
 
     # forget by id, then by filter.
     twice = ForgetByIds(ids=[stored["conversation"], stored["conversation"]])

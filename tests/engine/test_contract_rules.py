@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -389,6 +390,22 @@ async def test_get_in_order_asked_each_once_unknowns_left_out(engine: Any, store
     assert [h.id for h in hits] == [stored[3], stored[0]]
     assert all(h.score == 0.0 for h in hits)
     assert hits[1].confidence == 0.5 and hits[0].confidence is None
+
+
+async def test_get_says_when_each_item_was_stored_and_a_replay_keeps_it(engine: Any) -> None:
+    before = datetime.now(UTC)
+    (first,) = await engine.store_many([CORPUS[0]])
+    after = datetime.now(UTC)
+    (hit,) = await engine.get(GetRequest(ids=[first.id]))
+    assert hit.stored_at is not None and before <= hit.stored_at <= after
+    assert hit.stored_at.utcoffset() == timedelta(0)
+    assert (await engine.store(CORPUS[0])).replayed
+    (again,) = await engine.get(GetRequest(ids=[first.id]))
+    assert again.stored_at == hit.stored_at
+    # Rankings and listings leave it out (beyond the seed contract, only get answers it).
+    listed = (await engine.list(ListRequest(limit=10))).items
+    fetched = (await engine.fetch(FetchRequest(query="tabs", mode="keyword", limit=10))).hits
+    assert [h.stored_at for h in listed + fetched] == [None, None]
 
 
 async def test_get_applies_reach(engine: Any, stored: list[str]) -> None:

@@ -619,7 +619,7 @@ class PostgresEngine:
         pred = filter_predicate(Filter(reach=request.reach)) if request.reach else filter_predicate(Filter())
         ids = list(dict.fromkeys(request.ids))
         found = {row["id"]: row for row in await self._read(plan_get(pred, ids))}
-        return [hit_of(found[i], 0.0) for i in ids if i in found]
+        return [hit_of(found[i], 0.0, stored=True) for i in ids if i in found]
 
     async def explore(self, request: ExploreRequest) -> ExplorePage:
         request = request.checked(self._limits)

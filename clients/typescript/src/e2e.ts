@@ -310,6 +310,12 @@ async function main(): Promise<void> {
     "get: a document's text is its rendered form",
     gotDocument?.text,
   );
+  const storedAt = gotLearning?.stored_at ?? "";
+  check(
+    /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/.test(storedAt) && Date.parse(storedAt) <= Date.now(),
+    "get: stored_at, when the service wrote the item, in UTC with Z",
+    storedAt,
+  );
 
   // forget by id, then by filter.
   const byId = await ok(
