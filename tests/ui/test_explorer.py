@@ -230,6 +230,13 @@ def test_search_in_every_mode_open_an_item_and_ask(explorer: Explorer, service: 
     expect(dialog).to_contain_text("fingerprint")
     expect(dialog).to_contain_text("team:acme/agent:deployer")
     expect(dialog).to_contain_text("2024-05-10 15:00 UTC")
+    # When the service stored it, as get answers it, to the second.
+    with httpx.Client(base_url=service.server.base_url, headers=service.server.headers(), timeout=30) as client:
+        (got,) = client.post("/v1/get", json={"ids": [deploy_window]}).json()["hits"]
+    stored = dialog.locator("time.item-stored")
+    expect(stored).to_have_attribute("datetime", got["stored_at"])
+    expect(stored).to_have_text(f"{got['stored_at'][:10]} {got['stored_at'][11:19]} UTC")
+    expect(dialog.locator("dt", has_text="Stored")).to_be_visible()
     explorer.shot("08-item")
     explorer.axe(axe_source, "the item view")
     explorer.page.keyboard.press("Escape")
