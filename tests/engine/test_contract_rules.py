@@ -578,14 +578,14 @@ async def test_explore_every_facet_narrows_back(
 async def test_explore_counts_observed_at_by_utc_unit_and_narrows_back(engine: Any) -> None:
     observed = ["2023-12-31T23:30:00-01:00", "2024-01-01T00:10:00Z", "2024-01-01T00:50:00Z", "2024-02-29T12:00:00Z"]
     await engine.store_many([learning(f"seen {n}", observed_at=at) for n, at in enumerate(observed)])
-    await engine.store_many([learning("never observed"), learning("seen in 1999", observed_at="1999-06-01T00:00:00Z")])
+    await engine.store_many([learning("never observed"), learning("seen in 999", observed_at="0999-06-01T00:00:00Z")])
     expected = {
-        "observed_year": {"2024-01-01T00:00:00Z": 4, "1999-01-01T00:00:00Z": 1},
-        "observed_month": {"2024-01-01T00:00:00Z": 3, "1999-06-01T00:00:00Z": 1, "2024-02-01T00:00:00Z": 1},
-        "observed_day": {"2024-01-01T00:00:00Z": 3, "1999-06-01T00:00:00Z": 1, "2024-02-29T00:00:00Z": 1},
+        "observed_year": {"2024-01-01T00:00:00Z": 4, "0999-01-01T00:00:00Z": 1},
+        "observed_month": {"2024-01-01T00:00:00Z": 3, "0999-06-01T00:00:00Z": 1, "2024-02-01T00:00:00Z": 1},
+        "observed_day": {"2024-01-01T00:00:00Z": 3, "0999-06-01T00:00:00Z": 1, "2024-02-29T00:00:00Z": 1},
         "observed_hour": {
             "2024-01-01T00:00:00Z": 3,  # 23:30 at -01:00 is 00:30 UTC
-            "1999-06-01T00:00:00Z": 1,
+            "0999-06-01T00:00:00Z": 1,
             "2024-02-29T12:00:00Z": 1,
         },
     }
