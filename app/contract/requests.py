@@ -262,8 +262,8 @@ class Hit(Answer):
     score: float
     confidence: float | None = None
     stored_at: Instant | None = None
-    """When this service wrote the item (a restore or an import writes it again): ``get`` answers
-    it, beyond the seed contract; rankings and listings leave it out."""
+    """When this service stored the item (a replay and a restore keep it; an import stores the item
+    anew): ``get`` answers it, beyond the seed contract; rankings and listings leave it out."""
 
 
 class FetchPage(Answer):

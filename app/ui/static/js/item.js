@@ -53,7 +53,7 @@ function details(hit) {
   if (meta.tags?.length) rows.push(["Tags", h("span", {}, meta.tags.map((tag) => h("span", { class: "tag" }, tag)))]);
   rows.push(["Source", meta.source ? `${meta.source.kind}${meta.source.id ? ` · ${meta.source.id}` : ""}` : "agent"]);
   rows.push(["Observed", meta.observed_at ? instant(meta.observed_at) : h("span", { class: "quiet" }, "not given")]);
-  // When this service wrote it (get answers it; a restore or an import writes an item again).
+  // When this service stored it (get answers it; an undo keeps it, an import stores the item anew).
   rows.push(["Stored", hit.stored_at
     ? h("time", { class: "item-stored", datetime: hit.stored_at }, instant(hit.stored_at, { seconds: true }))
     : h("span", { class: "quiet" }, "not reported by this service")]);
