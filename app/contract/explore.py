@@ -6,6 +6,7 @@ from collections import Counter
 
 from app.contract.meta import Meta
 from app.contract.requests import ExplorePage, FacetBucket
+from app.contract.timebuckets import TIME_FACETS, bucket_value
 
 
 def facet_values(facet: str, kind: str, meta: Meta) -> list[str]:
@@ -29,6 +30,8 @@ def facet_values(facet: str, kind: str, meta: Meta) -> list[str]:
     if facet == "tag":
         # An item counts once per distinct tag.
         return sorted(set(meta.tags or ()))
+    if facet in TIME_FACETS:
+        return [] if meta.observed_at is None else [bucket_value(TIME_FACETS[facet], meta.observed_at)]
     value = values[facet]
     return [] if value is None else [str(value)]
 

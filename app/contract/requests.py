@@ -20,10 +20,11 @@ from app.contract.limits import (
     MAX_STORE_MANY,
     Limits,
 )
-from app.contract.meta import Filter, ItemKind, Meta
+from app.contract.meta import Filter, Instant, ItemKind, Meta
 from app.contract.namespaces import Reach
 from app.contract.nulls import plain_union_nulls
 from app.contract.text import check_storable, is_blank
+from app.contract.timebuckets import TIME_FACETS, parse_bucket
 
 FetchMode = Literal["keyword", "vector", "hybrid"]
 FETCH_MODES: tuple[FetchMode, ...] = ("keyword", "vector", "hybrid")
@@ -214,6 +215,11 @@ Facet = Literal[
     "tool_call",
     "tag",
     "namespace",
+    # Beyond the seed contract: observed_at by UTC year, month, day or hour (app/contract/timebuckets.py).
+    "observed_year",
+    "observed_month",
+    "observed_day",
+    "observed_hour",
 ]
 FACETS: tuple[str, ...] = Facet.__args__  # type: ignore[attr-defined]
 
@@ -255,6 +261,9 @@ class Hit(Answer):
     meta: Meta
     score: float
     confidence: float | None = None
+    stored_at: Instant | None = None
+    """When this service stored the item (a replay and a restore keep it; an import stores the item
+    anew): ``get`` answers it, beyond the seed contract; rankings and listings leave it out."""
 
 
 class FetchPage(Answer):
@@ -344,6 +353,9 @@ def narrow(facet: str, value: str) -> Filter:
         return Filter(agent_id=value)
     if facet == "namespace":
         return Filter(reach=Reach(at=value, inherit=False, descendants=False))
+    if facet in TIME_FACETS:
+        start, end = parse_bucket(facet, value)
+        return Filter(observed_after=start, observed_before=end)
     if facet in FACETS:
         return Filter(**{facet: value})
     raise InvalidRequest(f"unknown facet {quoted(facet)}")

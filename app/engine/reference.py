@@ -80,7 +80,8 @@ class _Record:
         expiry = self.expires_at(policies) if policies else None
         return expiry is None or expiry > now
 
-    def hit(self, item_id: str, score: float) -> Hit:
+    def hit(self, item_id: str, score: float, *, stored: bool = False) -> Hit:
+        """``stored``: with ``stored_at``, as ``get`` answers it."""
         return Hit(
             id=item_id,
             kind=self.item.type,
@@ -88,6 +89,7 @@ class _Record:
             meta=self.item.meta,
             score=score,
             confidence=self.item.confidence if isinstance(self.item, Learning) else None,
+            stored_at=self.stored_at if stored else None,
         )
 
 
@@ -163,12 +165,19 @@ class ReferenceEngine:
     async def store_many(self, items: list[StoredItem]) -> list[StoreReceipt]:
         return await self._write(StoreManyRequest.model_construct(items=items).checked(self._limits))
 
-    async def import_items(self, items: list[StoredItem], vectors: list[GivenVector | None]) -> list[StoreReceipt]:
+    async def import_items(
+        self, items: list[StoredItem], vectors: list[GivenVector | None], stored: list[datetime | None] | None = None
+    ) -> list[StoreReceipt]:
         checked = StoreManyRequest.model_construct(items=items).checked(self._limits)
         given = kept_vectors(vectors, self._embedder)
-        return await self._write(checked, given)
+        return await self._write(checked, given, stored)
 
-    async def _write(self, checked: list[StoredItem], given: dict[int, np.ndarray] | None = None) -> list[StoreReceipt]:
+    async def _write(
+        self,
+        checked: list[StoredItem],
+        given: dict[int, np.ndarray] | None = None,
+        stored: list[datetime | None] | None = None,
+    ) -> list[StoreReceipt]:
         """Validated items, written in one transaction; a receipt each, in their order."""
         given = given or {}
         async with self._lock:
@@ -184,13 +193,16 @@ class ReferenceEngine:
             vectors = [list(map(float, given[p])) if p in given else made[p] for p in range(len(checked))]
             receipts = []
             now = datetime.now(UTC)
-            for item, vector in zip(checked, vectors, strict=True):
+            for position, (item, vector) in enumerate(zip(checked, vectors, strict=True)):
+                stored_at = (stored[position] if stored is not None else None) or now
                 item_id = item.fingerprint()
                 # An expired copy is stored anew, as it would be once the sweeper had erased it.
                 replayed = item_id in live
                 if not replayed:
                     self._seq += 1
-                    self._records[item_id] = live[item_id] = _Record(self._seq, item, item.render_text(), vector, now)
+                    self._records[item_id] = live[item_id] = _Record(
+                        self._seq, item, item.render_text(), vector, stored_at
+                    )
                 receipts.append(StoreReceipt(id=item_id, replayed=replayed))
             return receipts
 
@@ -300,7 +312,7 @@ class ReferenceEngine:
                 continue
             if request.reach is not None and not request.reach.admits(record.item.meta.namespace_node):
                 continue
-            hits.append(record.hit(item_id, 0.0))
+            hits.append(record.hit(item_id, 0.0, stored=True))
         return hits
 
     async def forget(self, target: ForgetTarget) -> ForgetReport:
@@ -375,8 +387,10 @@ class ReferenceEngine:
                 raise Forbidden(f"namespace {quoted(str(record.item.meta.namespace_node))} is outside this key's reach")
         items = [record.item for _, record in records]
         vectors: list[GivenVector | None] = [(self._embedder.name, record.vector) for _, record in records]
+        stored: list[datetime | None] = [record.stored_at for _, record in records]
         for start in range(0, len(items), MAX_STORE_MANY):
-            await self.import_items(items[start : start + MAX_STORE_MANY], vectors[start : start + MAX_STORE_MANY])
+            batch = slice(start, start + MAX_STORE_MANY)
+            await self.import_items(items[batch], vectors[batch], stored[batch])
         del self._kept[request.receipt]
         return RestoreReport(restored=len(items))
 

@@ -153,6 +153,21 @@ def narrow(facet: Facet, value: str, scope: Reach) -> Filter:
             return Filter(reach=scope, url=value)
         case Facet.TOOL_CALL:
             return Filter(reach=scope, tool_call=value)
+        case Facet.OBSERVED_YEAR | Facet.OBSERVED_MONTH | Facet.OBSERVED_DAY | Facet.OBSERVED_HOUR:
+            # A time bucket is named by the UTC instant it starts at; it ends one unit later.
+            start = datetime.datetime.fromisoformat(value)
+            return Filter(reach=scope, observed_after=start, observed_before=bucket_end(facet, start))
+
+
+def bucket_end(facet: Facet, start: datetime.datetime) -> datetime.datetime:
+    """Where the time bucket starting at ``start`` ends."""
+    if facet == Facet.OBSERVED_YEAR:
+        return start.replace(year=start.year + 1)
+    if facet == Facet.OBSERVED_MONTH:
+        return start.replace(year=start.year + start.month // 12, month=start.month % 12 + 1)
+    if facet == Facet.OBSERVED_DAY:
+        return start + datetime.timedelta(days=1)
+    return start + datetime.timedelta(hours=1)
 
 
 def list_all(api: Api, filter_: Filter, limit: int) -> tuple[list[Hit], int]:
@@ -337,7 +352,8 @@ def run(base_url: str, api_key: str) -> None:
     check(all(h.score == 0 for h in listed), "list: every score is 0")
 
     # explore, then narrow each bucket back into a filter and count what it selects.
-    for facet in (Facet.KIND, Facet.TAG, Facet.SOURCE, Facet.FOLDER, Facet.THREAD, Facet.NAMESPACE):
+    explored_facets = (Facet.KIND, Facet.TAG, Facet.SOURCE, Facet.FOLDER, Facet.THREAD, Facet.NAMESPACE)
+    for facet in (*explored_facets, Facet.OBSERVED_MONTH, Facet.OBSERVED_HOUR):
         by_facet = ExploreRequest(facet=facet, filter_=scope, limit=50)
         explored = ok(explore.sync_detailed(client=api, body=by_facet), ExplorePage, f"explore {facet}")
         check(
@@ -387,6 +403,14 @@ def run(base_url: str, api_key: str) -> None:
         got_document.text == "# Rust ownership\n\nOwnership moves values; borrowing lends them without a move.",
         "get: a document's text is its rendered form",
         got_document.text,
+    )
+    stored_at = got_learning.stored_at
+    check(
+        isinstance(stored_at, datetime.datetime)
+        and stored_at.utcoffset() == datetime.timedelta(0)
+        and stored_at <= datetime.datetime.now(datetime.UTC),
+        "get: stored_at, when the service wrote the item, in UTC",
+        stored_at,
     )
 
     # forget by id, then by filter.

@@ -27,6 +27,7 @@ RICH = Meta.model_validate(
         "tool_call": {"name": "search", "id": "c1"},
         "source": {"kind": "file", "id": "src-1"},
         "tags": ["style", "rust", "style"],
+        "observed_at": "2024-05-10T17:30:00+02:00",
     }
 ).checked()
 BARE = Meta().checked()
@@ -50,12 +51,32 @@ NARROWED: list[tuple[str, str, dict[str, Any]]] = [
         "team:acme/agent:writer",
         {"reach": {"at": "team:acme/agent:writer", "inherit": False, "descendants": False}},
     ),
+    (
+        "observed_year",
+        "2024-01-01T00:00:00Z",
+        {"observed_after": "2024-01-01T00:00:00Z", "observed_before": "2025-01-01T00:00:00Z"},
+    ),
+    (
+        "observed_month",
+        "2024-12-01T00:00:00Z",
+        {"observed_after": "2024-12-01T00:00:00Z", "observed_before": "2025-01-01T00:00:00Z"},
+    ),
+    (
+        "observed_day",
+        "2024-02-29T00:00:00Z",
+        {"observed_after": "2024-02-29T00:00:00Z", "observed_before": "2024-03-01T00:00:00Z"},
+    ),
+    (
+        "observed_hour",
+        "2024-05-10T15:00:00Z",
+        {"observed_after": "2024-05-10T15:00:00Z", "observed_before": "2024-05-10T16:00:00Z"},
+    ),
 ]
 
 
 def test_the_table_covers_every_facet() -> None:
     assert sorted(row[0] for row in NARROWED) == sorted(FACETS)
-    assert len(FACETS) == 14
+    assert len(FACETS) == 18
 
 
 @pytest.mark.parametrize(("facet", "value", "expected"), NARROWED, ids=[row[0] for row in NARROWED])
@@ -92,6 +113,40 @@ def test_narrowing_a_folder_is_by_prefix() -> None:
 def test_narrowing_an_unknown_facet_is_refused() -> None:
     refused(narrow, "colour", "red")
     refused(narrow, "commit", "abc")  # commit is a filter field but not a facet
+
+
+def test_time_facets_count_observed_at_by_its_utc_unit() -> None:
+    # 17:30 at +02:00 is 15:30 UTC.
+    assert facet_values("observed_year", "learning", RICH) == ["2024-01-01T00:00:00Z"]
+    assert facet_values("observed_month", "learning", RICH) == ["2024-05-01T00:00:00Z"]
+    assert facet_values("observed_day", "learning", RICH) == ["2024-05-10T00:00:00Z"]
+    assert facet_values("observed_hour", "learning", RICH) == ["2024-05-10T15:00:00Z"]
+    early = Meta(observed_at="0999-12-31T23:59:59.5Z").checked()
+    assert facet_values("observed_year", "learning", early) == ["0999-01-01T00:00:00Z"]  # four digits
+
+
+def test_a_bucket_start_written_at_another_offset_is_the_same_bucket() -> None:
+    assert narrow("observed_hour", "2024-05-10T15:00:00+02:00") == narrow("observed_hour", "2024-05-10T13:00:00Z")
+
+
+def test_the_last_bucket_a_timestamp_holds_has_no_end() -> None:
+    assert narrow("observed_year", "9999-01-01T00:00:00Z") == Filter(observed_after="9999-01-01T00:00:00Z")
+    assert narrow("observed_hour", "9999-12-31T23:00:00Z").observed_before is None
+
+
+@pytest.mark.parametrize(
+    ("facet", "value"),
+    [
+        ("observed_day", "2024-05-10T15:00:00Z"),  # within the day, not its start
+        ("observed_month", "2024-05-02T00:00:00Z"),
+        ("observed_year", "2024-05-01T00:00:00Z"),
+        ("observed_hour", "2024-05-10T15:00:00+05:30"),  # an hour's start there, 09:30 in utc
+        ("observed_hour", "2024-05-10T15:00:00"),  # no offset
+        ("observed_day", "last tuesday"),
+    ],
+)
+def test_narrowing_a_time_facet_takes_only_a_bucket_start_in_utc(facet: str, value: str) -> None:
+    refused(narrow, facet, value)
 
 
 def test_facet_values() -> None:

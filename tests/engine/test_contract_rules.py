@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -391,6 +392,22 @@ async def test_get_in_order_asked_each_once_unknowns_left_out(engine: Any, store
     assert hits[1].confidence == 0.5 and hits[0].confidence is None
 
 
+async def test_get_says_when_each_item_was_stored_and_a_replay_keeps_it(engine: Any) -> None:
+    before = datetime.now(UTC)
+    (first,) = await engine.store_many([CORPUS[0]])
+    after = datetime.now(UTC)
+    (hit,) = await engine.get(GetRequest(ids=[first.id]))
+    assert hit.stored_at is not None and before <= hit.stored_at <= after
+    assert hit.stored_at.utcoffset() == timedelta(0)
+    assert (await engine.store(CORPUS[0])).replayed
+    (again,) = await engine.get(GetRequest(ids=[first.id]))
+    assert again.stored_at == hit.stored_at
+    # Rankings and listings leave it out (beyond the seed contract, only get answers it).
+    listed = (await engine.list(ListRequest(limit=10))).items
+    fetched = (await engine.fetch(FetchRequest(query="tabs", mode="keyword", limit=10))).hits
+    assert [h.stored_at for h in listed + fetched] == [None, None]
+
+
 async def test_get_applies_reach(engine: Any, stored: list[str]) -> None:
     reach = Reach(at="team:acme/agent:writer", inherit=False)
     hits = await engine.get(GetRequest(ids=stored, reach=reach))
@@ -556,6 +573,36 @@ async def test_explore_every_facet_narrows_back(
     assert page.missing == missing and page.total == 5
     for bucket in page.buckets:
         assert len(await all_ids(engine, narrow(facet, bucket.value))) == bucket.count
+
+
+async def test_explore_counts_observed_at_by_utc_unit_and_narrows_back(engine: Any) -> None:
+    observed = ["2023-12-31T23:30:00-01:00", "2024-01-01T00:10:00Z", "2024-01-01T00:50:00Z", "2024-02-29T12:00:00Z"]
+    await engine.store_many([learning(f"seen {n}", observed_at=at) for n, at in enumerate(observed)])
+    await engine.store_many([learning("never observed"), learning("seen in 999", observed_at="0999-06-01T00:00:00Z")])
+    expected = {
+        "observed_year": {"2024-01-01T00:00:00Z": 4, "0999-01-01T00:00:00Z": 1},
+        "observed_month": {"2024-01-01T00:00:00Z": 3, "0999-06-01T00:00:00Z": 1, "2024-02-01T00:00:00Z": 1},
+        "observed_day": {"2024-01-01T00:00:00Z": 3, "0999-06-01T00:00:00Z": 1, "2024-02-29T00:00:00Z": 1},
+        "observed_hour": {
+            "2024-01-01T00:00:00Z": 3,  # 23:30 at -01:00 is 00:30 UTC
+            "0999-06-01T00:00:00Z": 1,
+            "2024-02-29T12:00:00Z": 1,
+        },
+    }
+    for facet, counts in expected.items():
+        page = await engine.explore(ExploreRequest(facet=facet, limit=10))  # type: ignore[arg-type]
+        assert [(b.value, b.count) for b in page.buckets] == list(counts.items()), facet
+        assert (page.total, page.missing, page.more_buckets) == (6, 1, 0), facet
+        for bucket in page.buckets:
+            assert len(await all_ids(engine, narrow(facet, bucket.value))) == bucket.count
+    # Under a filter (here one a bar of a histogram makes), and cut to the limit.
+    january = narrow("observed_month", "2024-01-01T00:00:00Z")
+    page = await engine.explore(ExploreRequest(facet="observed_day", filter=january, limit=10))
+    assert [(b.value, b.count) for b in page.buckets] == [("2024-01-01T00:00:00Z", 3)]
+    assert (page.total, page.missing) == (3, 0)
+    cut = await engine.explore(ExploreRequest(facet="observed_month", filter=Filter(kinds=["learning"]), limit=1))
+    assert [(b.value, b.count) for b in cut.buckets] == [("2024-01-01T00:00:00Z", 3)]
+    assert (cut.total, cut.missing, cut.more_buckets) == (6, 1, 2)
 
 
 async def test_explore_respects_the_filter(engine: Any, stored: list[str]) -> None:

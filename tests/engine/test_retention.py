@@ -76,6 +76,8 @@ async def test_an_expired_item_is_left_out_of_every_read_at_once(engine: Any, id
     assert (await seen(engine, elsewhere))["get"], "another namespace keeps its items"
     assert await counted(engine) == {"total": 2, "missing": 0, ACME: 1, "user:bob": 1}
     assert await counted(engine, "tag") == {"total": 2, "missing": 0, "port": 2}
+    long_ago = f"{datetime.fromisoformat(LONG_AGO).year}-01-01T00:00:00Z"
+    assert await counted(engine, "observed_year") == {"total": 2, "missing": 1, long_ago: 1}
     assert (await counted(engine, "kind", Filter(tags_any=["port"])))["total"] == 2
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+from datetime import UTC, datetime
 from typing import Any
 
 import httpx
@@ -460,6 +462,18 @@ async def test_get_order_and_reach(client: httpx.AsyncClient) -> None:
     assert [h["id"] for h in response.json()["hits"]] == [ids[0]]
     assert_envelope(await client.post("/v1/get", json={"ids": []}), 400, "invalid_request")
     assert_envelope(await client.post("/v1/get", json={"ids": ["a"] * 201}), 400, "invalid_request")
+
+
+async def test_get_answers_when_each_item_was_stored_in_utc(client: httpx.AsyncClient) -> None:
+    ids = await store_all(client)
+    hits = (await client.post("/v1/get", json={"ids": ids})).json()["hits"]
+    stamps = [hit["stored_at"] for hit in hits]
+    assert all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,6})?Z", stamp) for stamp in stamps), stamps
+    # One store_many is one transaction: its items were stored at one time, within the call.
+    assert len(set(stamps)) == 1
+    assert datetime.fromisoformat(stamps[0]) <= datetime.now(UTC)
+    listed = (await client.post("/v1/list", json={"limit": 10})).json()["items"]
+    assert [h["id"] for h in listed] == ids and not [h for h in listed if "stored_at" in h]
 
 
 # Forget.

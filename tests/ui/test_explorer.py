@@ -160,11 +160,11 @@ def test_drill_down_filter_and_the_histogram(explorer: Explorer, axe_source: str
 
     explorer.page.on("request", record)
     explorer.open(ADMIN)
-    # The page's first read: one list page and one explore per facet (explore counts one facet a
-    # call), then the histogram's counts (explore of one kind bucket, read for its total).
-    ready = [c for c in calls if c["route"] != "explore" or c["limit"] != 1]
-    assert sorted(c.get("facet", c["route"]) for c in ready[-5:]) == ["kind", "list", "namespace", "source", "tag"]
-    assert len(calls) - len(ready) <= 40
+    # The page's first read with the key: one list page and one explore per facet (explore counts
+    # one facet a call), then the histogram: the years, and the months of their span (2023-2025).
+    read = [c.get("facet", c["route"]) for c in calls[-7:]]
+    assert sorted(read[:5]) == ["kind", "list", "namespace", "source", "tag"], read
+    assert read[5:] == ["observed_year", "observed_month"], read
     expect(explorer.namespace("All namespaces")).to_contain_text(str(corpus.TOTAL))
     expect(explorer.page.locator("#results-count")).to_have_text(f"{corpus.TOTAL} items")
     explorer.shot("03-start")
@@ -189,17 +189,46 @@ def test_drill_down_filter_and_the_histogram(explorer: Explorer, axe_source: str
     explorer.shot("05-tag")
 
     # The deploy items were observed in May (two) and June 2024 (one): a bar each, May narrows to two.
-    bars = explorer.page.locator("#facet-observed button.bar")
+    page = explorer.page
+    bars = page.locator("#facet-observed button.bar")
     expect(bars).to_have_count(2)
-    may = explorer.page.get_by_role("button", name=re.compile(r"^May 2024: 2 items"))
+    expect(page.locator("#facet-observed")).to_contain_text(f"{corpus.DEPLOY_TAG} items with observed_at")
+    may = page.get_by_role("button", name=re.compile(r"^May 2024: 2 items"))
     may.click()
     explorer.wait()
-    expect(explorer.page.locator("#chips")).to_contain_text("observed May 2024")
-    expect(explorer.page.locator("#results-count")).to_have_text("2 items")
+    chips = page.locator("#chips")
+    expect(chips.locator(".chip-observed")).to_contain_text("May 2024")
+    expect(page.locator("#results-count")).to_have_text("2 items")
+    expect(page.locator("#facet-observed")).to_contain_text("2 items with observed_at")
     explorer.shot("06-observed")
-    explorer.page.get_by_role("button", name="Clear all").click()
+    # The histogram now draws May in days: the 10th and the 11th. A bar is picked with the keyboard,
+    # the focus going on to the finer bars drawn in its place; the chip says which day.
+    expect(bars).to_have_count(2)
+    tenth = page.get_by_role("button", name=re.compile(r"^10 May 2024: 1 item"))
+    tenth.focus()
+    page.keyboard.press("Enter")
     explorer.wait()
-    expect(explorer.page.locator("#results-count")).to_have_text(f"{corpus.TOTAL} items")
+    expect(chips.locator(".chip-observed")).to_contain_text("10 May 2024")
+    expect(chips.locator(".chip-observed")).to_have_count(1)  # the day replaces the month
+    expect(page.locator("#results-count")).to_have_text("1 item")
+    expect(page.locator("#results .hit")).to_have_count(1)
+    expect(page.locator("#results .hit").first).to_contain_text("the deploy window is friday afternoon")
+    expect(page.locator("#facet-observed button.bar")).to_have_count(1)  # the one hour holding it
+    expect(page.locator("#facet-observed")).to_contain_text("10 May 2024 15:00 UTC")
+    assert page.evaluate("() => document.activeElement.getAttribute('aria-label')").startswith("10 May 2024 15:00")
+    explorer.shot("06b-observed-day")
+    explorer.axe(axe_source, "the histogram narrowed to a day")
+    assert explorer.layout_shift() < 0.01, page.evaluate("() => window.__shifts")
+    # Its chip removes the time range alone: the tag stays, and so do its three items and two bars.
+    page.get_by_role("button", name="Remove filter observed 10 May 2024").click()
+    explorer.wait()
+    expect(chips.locator(".chip-observed")).to_have_count(0)
+    expect(chips).to_contain_text("deploy")
+    expect(page.locator("#results-count")).to_have_text(f"{corpus.DEPLOY_TAG} items")
+    expect(bars).to_have_count(2)
+    page.get_by_role("button", name="Clear all").click()
+    explorer.wait()
+    expect(page.locator("#results-count")).to_have_text(f"{corpus.TOTAL} items")
 
 
 def test_search_in_every_mode_open_an_item_and_ask(explorer: Explorer, service: Service, axe_source: str) -> None:
@@ -230,6 +259,13 @@ def test_search_in_every_mode_open_an_item_and_ask(explorer: Explorer, service: 
     expect(dialog).to_contain_text("fingerprint")
     expect(dialog).to_contain_text("team:acme/agent:deployer")
     expect(dialog).to_contain_text("2024-05-10 15:00 UTC")
+    # When the service stored it, as get answers it, to the second.
+    with httpx.Client(base_url=service.server.base_url, headers=service.server.headers(), timeout=30) as client:
+        (got,) = client.post("/v1/get", json={"ids": [deploy_window]}).json()["hits"]
+    stored = dialog.locator("time.item-stored")
+    expect(stored).to_have_attribute("datetime", got["stored_at"])
+    expect(stored).to_have_text(f"{got['stored_at'][:10]} {got['stored_at'][11:19]} UTC")
+    expect(dialog.locator("dt", has_text="Stored")).to_be_visible()
     explorer.shot("08-item")
     explorer.axe(axe_source, "the item view")
     explorer.page.keyboard.press("Escape")
@@ -394,6 +430,16 @@ def test_at_a_phone_width(explorer: Explorer, axe_source: str) -> None:
     explorer.wait()
     expect(page.locator("#results-count")).to_have_text("2 items")
     explorer.shot("18-phone-filters")
+    # A bar of the histogram narrows here too, and its chip fits the width.
+    page.get_by_role("button", name=re.compile(r"^Jan 2025: 1 item")).click()
+    explorer.wait()
+    expect(page.locator("#chips .chip-observed")).to_contain_text("Jan 2025")
+    expect(page.locator("#results-count")).to_have_text("1 item")
+    assert page.evaluate("() => document.documentElement.scrollWidth") <= PHONE["width"]
+    explorer.shot("18b-phone-observed")
+    page.get_by_role("button", name="Remove filter observed Jan 2025").click()
+    explorer.wait()
+    expect(page.locator("#results-count")).to_have_text("2 items")
     page.locator("#results .hit-open").first.click()
     dialog = page.locator("#item-dialog")
     expect(dialog.locator(".turn-role").first).to_have_text("user")

@@ -12,6 +12,7 @@ import asyncio
 import json
 import secrets
 from contextlib import AbstractAsyncContextManager
+from datetime import datetime
 
 import asyncpg
 import numpy as np
@@ -307,13 +308,21 @@ class PostgresEngine:
     async def store_many(self, items: list[StoredItem]) -> list[StoreReceipt]:
         return await self._write(StoreManyRequest.model_construct(items=items).checked(self._limits))
 
-    async def import_items(self, items: list[StoredItem], vectors: list[GivenVector | None]) -> list[StoreReceipt]:
-        """``store_many`` for an import: an item with a vector of this embedder keeps it, unembedded."""
+    async def import_items(
+        self, items: list[StoredItem], vectors: list[GivenVector | None], stored: list[datetime | None] | None = None
+    ) -> list[StoreReceipt]:
+        """``store_many`` for an import: an item with a vector of this embedder keeps it, unembedded;
+        ``stored`` (a restore's) says when each item was first stored, None for now."""
         checked = StoreManyRequest.model_construct(items=items).checked(self._limits)
         given = kept_vectors(vectors, self._embedder)
-        return await self._write(checked, given)
+        return await self._write(checked, given, stored)
 
-    async def _write(self, checked: list[StoredItem], given: dict[int, np.ndarray] | None = None) -> list[StoreReceipt]:
+    async def _write(
+        self,
+        checked: list[StoredItem],
+        given: dict[int, np.ndarray] | None = None,
+        stored: list[datetime | None] | None = None,
+    ) -> list[StoreReceipt]:
         """Validated items, written in one transaction; a receipt each, in their order.
 
         The encoder is the costly part of a write, so each new item is embedded once: repeats in
@@ -322,6 +331,8 @@ class PostgresEngine:
         """
         texts = [item.render_text() for item in checked]
         rows = [item_row(item, text) for item, text in zip(checked, texts, strict=True)]
+        if stored is not None:
+            rows = [row._replace(stored_at=at) for row, at in zip(rows, stored, strict=True)]
         first: dict[str, int] = {}  # each id's first copy in the batch
         for position, row in enumerate(rows):
             first.setdefault(row.id, position)
@@ -463,8 +474,10 @@ class PostgresEngine:
         vectors: list[GivenVector | None] = [
             (row["model"], row["embedding"].to_list()) if row["embedding"] is not None else None for row in rows
         ]
+        stored = [row["stored_at"] for row in rows]  # restored as first stored, not as written again
         for start in range(0, len(items), MAX_STORE_MANY):
-            await self.import_items(items[start : start + MAX_STORE_MANY], vectors[start : start + MAX_STORE_MANY])
+            batch = slice(start, start + MAX_STORE_MANY)
+            await self.import_items(items[batch], vectors[batch], stored[batch])
         await self.run(plan_drop_receipt(request.receipt))
         return RestoreReport(restored=len(items))
 
@@ -619,7 +632,7 @@ class PostgresEngine:
         pred = filter_predicate(Filter(reach=request.reach)) if request.reach else filter_predicate(Filter())
         ids = list(dict.fromkeys(request.ids))
         found = {row["id"]: row for row in await self._read(plan_get(pred, ids))}
-        return [hit_of(found[i], 0.0) for i in ids if i in found]
+        return [hit_of(found[i], 0.0, stored=True) for i in ids if i in found]
 
     async def explore(self, request: ExploreRequest) -> ExplorePage:
         request = request.checked(self._limits)

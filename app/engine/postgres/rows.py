@@ -80,8 +80,9 @@ def meta_of(stored: dict[str, Any]) -> Meta:
     return built(Meta, fields)
 
 
-def hit_of(row: Mapping[str, Any], score: float) -> Hit:
-    """A hit from an ``engram_items`` row (HIT_COLUMNS)."""
+def hit_of(row: Mapping[str, Any], score: float, *, stored: bool = False) -> Hit:
+    """A hit from an ``engram_items`` row (HIT_COLUMNS), with its ``stored_at`` when ``stored`` (the
+    row then has it: queries.listing.plan_get)."""
     return built(
         Hit,
         {
@@ -91,5 +92,6 @@ def hit_of(row: Mapping[str, Any], score: float) -> Hit:
             "meta": meta_of(row["meta"]),
             "score": score,
             "confidence": row["confidence"],
+            "stored_at": row["stored_at"] if stored else None,
         },
     )

@@ -94,6 +94,18 @@ function narrow(facet: Facet, value: string): Filter {
     case "url":
     case "tool_call":
       return { [facet]: value };
+    case "observed_year":
+    case "observed_month":
+    case "observed_day":
+    case "observed_hour": {
+      // A time bucket is named by the UTC instant it starts at; it ends one unit later.
+      const end = new Date(value);
+      if (facet === "observed_year") end.setUTCFullYear(end.getUTCFullYear() + 1);
+      else if (facet === "observed_month") end.setUTCMonth(end.getUTCMonth() + 1);
+      else if (facet === "observed_day") end.setUTCDate(end.getUTCDate() + 1);
+      else end.setUTCHours(end.getUTCHours() + 1);
+      return { observed_after: value, observed_before: end.toISOString() };
+    }
     default: {
       const unreachable: never = facet;
       throw new Error(`unknown facet ${String(unreachable)}`);
@@ -259,7 +271,8 @@ async function main(): Promise<void> {
   check(listed.hits.every((h) => h.score === 0), "list: every score is 0");
 
   // explore, then narrow each bucket back into a filter and count what it selects.
-  for (const facet of ["kind", "tag", "source", "folder", "thread", "namespace"] as const) {
+  const explored = ["kind", "tag", "source", "folder", "thread", "namespace", "observed_month", "observed_hour"] as const;
+  for (const facet of explored) {
     const page = await ok(api.POST("/v1/explore", { body: { facet, filter: scope, limit: 50 } }), `explore ${facet}`);
     check(page.total === everyId.size && !page.truncated, `explore ${facet}: total ${everyId.size}, exact`, page);
     const counted = page.buckets.reduce((sum, b) => sum + b.count, 0);
@@ -309,6 +322,12 @@ async function main(): Promise<void> {
     gotDocument?.text === "# Rust ownership\n\nOwnership moves values; borrowing lends them without a move.",
     "get: a document's text is its rendered form",
     gotDocument?.text,
+  );
+  const storedAt = gotLearning?.stored_at ?? "";
+  check(
+    /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/.test(storedAt) && Date.parse(storedAt) <= Date.now(),
+    "get: stored_at, when the service wrote the item, in UTC with Z",
+    storedAt,
   );
 
   // forget by id, then by filter.

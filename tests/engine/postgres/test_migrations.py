@@ -191,6 +191,22 @@ async def test_0015_leaves_every_item_held_without_an_expiry(
     assert await _stored_ids(url, embedder) == ids
 
 
+async def test_0016_keeps_expires_at_beside_observed_at_in_its_index(scratch: ScratchServer) -> None:
+    url = scratch.new_database()
+    await _upgrade(url)
+    indexes = (
+        "SELECT string_agg(indexdef, ' | ' ORDER BY indexname) FROM pg_indexes WHERE indexdef LIKE '%(observed_at)%'"
+    )
+    assert await _scalar(url, indexes) == (
+        "CREATE INDEX engram_items_observed ON public.engram_items USING btree (observed_at) INCLUDE (expires_at)"
+        " WHERE (observed_at IS NOT NULL)"
+    )
+    await _downgrade(url, "0015")
+    assert await _scalar(url, indexes) == (
+        "CREATE INDEX engram_items_observed_at ON public.engram_items USING btree (observed_at)"
+    )
+
+
 async def test_0002_rebuilds_the_vector_index_over_the_vectors_already_stored(
     scratch: ScratchServer, embedder: WordLlamaEmbedder
 ) -> None:

@@ -4,6 +4,7 @@ methods give, and hits built from rows are the models validation would make."""
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -83,6 +84,19 @@ def test_a_built_hit_is_the_validated_one(meta: dict[str, Any]) -> None:
     assert hit == expected
     assert hit.model_dump_json(exclude_none=True) == expected.model_dump_json(exclude_none=True)
     assert hit.model_fields_set == Hit.model_construct(**dict(expected)).model_fields_set
+
+
+def test_a_hit_built_for_get_carries_its_stored_time() -> None:
+    stored, validated, confidence = _stored({"tags": ["x"]})
+    when = datetime(2026, 12, 5, 6, 3, 0, 120000, tzinfo=UTC)
+    row = {"id": "f" * 40, "kind": "learning", "text": "a stored learning", "meta": stored, "confidence": confidence}
+    hit = hit_of({**row, "stored_at": when}, 0.0, stored=True)
+    expected = Hit(id="f" * 40, kind="learning", text="a stored learning", meta=validated, score=0.0, confidence=0.7,
+                   stored_at=when)  # fmt: skip
+    assert hit == expected
+    assert hit.model_dump_json(exclude_none=True) == expected.model_dump_json(exclude_none=True)
+    assert '"stored_at":"2026-12-05T06:03:00.12Z"' in hit.model_dump_json()
+    assert "stored_at" not in hit_of(row, 0.0).model_dump_json(exclude_none=True)
 
 
 def test_fields_set_are_the_ones_given() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from app.contract.timebuckets import TIME_FACETS
 from app.engine.postgres.filters import Predicate
 from app.engine.postgres.queries.statement import Statement
 
@@ -67,6 +68,43 @@ def _expired_values(facet: str) -> str:
     return f"SELECT {FACET_VALUE[facet]} AS value, count(*) AS n FROM {_EXPIRED} GROUP BY 1"
 
 
+# A time facet's bucket (app/contract/timebuckets.py): the UTC unit an item's observed_at falls
+# in, written as the contract writes an instant once the rows are grouped (a bucket starts on
+# the hour; ":MI" would read as a parameter).
+def _time_bucket(unit: str) -> str:
+    return f"date_trunc('{unit}', i.observed_at AT TIME ZONE 'UTC')"
+
+
+_INSTANT = """to_char(t, 'YYYY-MM-DD"T"HH24') || ':00:00Z'"""
+
+
+def _time_counted(unit: str, pred: Predicate) -> str:
+    """A time facet's CTEs. Without a filter the items with an ``observed_at`` are read from its
+    index alone (migration 0016 keeps expires_at beside it) and the total is the kept count
+    (migration 0011), less the expired ones not erased yet; a filter's items are counted in one
+    pass, as the other facets count them (docs/tuning.md#explore)."""
+    where = pred.sql()
+    if pred.admits_all:
+        gone = f" - (SELECT count(*) FROM {_EXPIRED})" if pred.live else ""
+        return f"""
+        per_value AS (
+            SELECT {_time_bucket(unit)} AS t, count(*) AS n FROM engram_items i
+            WHERE i.observed_at IS NOT NULL AND {where} GROUP BY 1
+        ),
+        kept AS (SELECT (SELECT sum(n) FROM engram_facet_counts WHERE facet = ''){gone} AS total),
+        admitted AS (
+            SELECT k.total, k.total - coalesce((SELECT sum(n) FROM per_value), 0) AS missing, 0 AS kept_rows
+            FROM kept k
+        ),
+        counts AS (SELECT {_INSTANT} AS value, n FROM per_value)"""
+    return f"""
+        per_value AS (SELECT {_time_bucket(unit)} AS t, count(*) AS n FROM engram_items i WHERE {where} GROUP BY 1),
+        admitted AS (
+            SELECT sum(n) AS total, sum(n) FILTER (WHERE t IS NULL) AS missing, 0 AS kept_rows FROM per_value
+        ),
+        counts AS (SELECT {_INSTANT} AS value, n FROM per_value WHERE t IS NOT NULL)"""
+
+
 def explore_sql(facet: str, pred: Predicate) -> str:
     """Total, missing, distinct values and the top ``limit`` buckets (contract §6), and how many
     count rows were summed (``kept_rows``, 0 when the items were read).
@@ -76,10 +114,13 @@ def explore_sql(facet: str, pred: Predicate) -> str:
     has not erased yet are counted apart and taken off (``live``). With a filter the admitted
     items are counted in one pass; the tag facet first groups them by their tag list and unnests
     each list once, counting a tag once per item however often the item repeats it
-    (docs/tuning.md#explore).
+    (docs/tuning.md#explore). A time facet counts items by the UTC unit of their observed_at
+    (_time_counted).
     """
     where = pred.sql()
-    if pred.admits_all:
+    if facet in TIME_FACETS:
+        counted = _time_counted(TIME_FACETS[facet], pred)
+    elif pred.admits_all:
         expired, gone = "", ""
         if pred.live:
             expired = f"""
@@ -134,7 +175,8 @@ def explore_sql(facet: str, pred: Predicate) -> str:
 
 def plan_explore(facet: str, pred: Predicate, limit: int) -> Statement:
     """One row: total, missing, distinct_values, the top ``limit`` buckets (json) and kept_rows."""
-    params = {"limit": limit, **({"facet": facet} if pred.admits_all else pred.params)}
+    kept = pred.admits_all and facet not in TIME_FACETS
+    params = {"limit": limit, **({"facet": facet} if kept else pred.params)}
     return Statement.bind(explore_sql(facet, pred), params)
 
 

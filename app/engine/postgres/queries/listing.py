@@ -31,6 +31,6 @@ def plan_list(pred: Predicate, *, after: int, ceiling: int | None, count: int) -
 
 
 def plan_get(pred: Predicate, ids: Sequence[str]) -> Statement:
-    """The items of ``ids`` that ``pred`` admits, in no particular order."""
-    sql = f"SELECT {HIT_COLUMNS} FROM engram_items i WHERE i.id = ANY(:ids) AND {pred.sql()}"
+    """The items of ``ids`` that ``pred`` admits, in no particular order, with when each was stored."""
+    sql = f"SELECT {HIT_COLUMNS}, i.stored_at FROM engram_items i WHERE i.id = ANY(:ids) AND {pred.sql()}"
     return Statement.bind(sql, {"ids": list(ids), **pred.params})

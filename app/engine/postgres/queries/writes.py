@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import NamedTuple
 
 import numpy as np
@@ -27,6 +28,7 @@ class ItemRow(NamedTuple):
     confidence: float | None
     observed_at: str | None
     source_kind: str
+    stored_at: datetime | None = None  # None: now; a restore gives the time the item was first stored
 
 
 # Overlapping batches written at once wait on each other's new rows in batch order,
@@ -44,24 +46,26 @@ LOCK_IDS = (
 # expiry) as it would be once the sweeper had erased it: never a replay of something no read returns.
 DROP_EXPIRED = "DELETE FROM engram_items i WHERE i.id = ANY(CAST(:ids AS text[])) AND i.expires_at <= now()"
 
-# Each item's expiry under the policies of its namespace, measured from when it was observed, or
-# from now (its stored_at) when it carries no observation time.
+# Each item's stored_at is now, unless the row gives one (a restore); its expiry under the policies
+# of its namespace is measured from when it was observed, or from its stored_at when it carries no
+# observation time.
 INSERT_ITEMS = f"""
     INSERT INTO engram_items
-        (id, kind, namespace, text, meta, item, confidence, observed_at, tags, source_kind, expires_at)
+        (id, kind, namespace, text, meta, item, confidence, observed_at, tags, source_kind, stored_at, expires_at)
     SELECT t.id, t.kind, t.ns, t.text, t.meta::jsonb, t.item::jsonb, t.conf, t.obs::timestamptz,
            ARRAY(SELECT jsonb_array_elements_text(coalesce(t.meta::jsonb->'tags', '[]'))), t.src,
-           {expiry_sql("t.ns", "coalesce(CAST(t.obs AS timestamptz), now())")}
+           coalesce(t.stored, now()),
+           {expiry_sql("t.ns", "coalesce(CAST(t.obs AS timestamptz), t.stored, now())")}
     FROM unnest(CAST(:ids AS text[]), CAST(:kinds AS text[]), CAST(:nss AS text[]), CAST(:texts AS text[]),
                 CAST(:metas AS text[]), CAST(:items AS text[]), CAST(:conf AS float8[]),
-                CAST(:obs AS text[]), CAST(:srcs AS text[]))
-         WITH ORDINALITY AS t(id, kind, ns, text, meta, item, conf, obs, src, ord)
+                CAST(:obs AS text[]), CAST(:srcs AS text[]), CAST(:stored AS timestamptz[]))
+         WITH ORDINALITY AS t(id, kind, ns, text, meta, item, conf, obs, src, stored, ord)
     ORDER BY t.ord
     ON CONFLICT (id) DO NOTHING
     RETURNING id
 """
 # INSERT_ITEMS's parameters, one array each, in the order of ItemRow's fields.
-INSERT_ITEMS_COLUMNS = ("ids", "kinds", "nss", "texts", "metas", "items", "conf", "obs", "srcs")
+INSERT_ITEMS_COLUMNS = ("ids", "kinds", "nss", "texts", "metas", "items", "conf", "obs", "srcs", "stored")
 
 # Which of a batch's ids are held already (and not expired): their items are not embedded again.
 HELD_IDS = f"SELECT i.id FROM engram_items i WHERE i.id = ANY(CAST(:ids AS text[])) AND {live()}"
@@ -140,14 +144,15 @@ def _delete(where: str, params: Mapping[str, object], keep: Keep | None) -> Stat
     how many. One statement: its parts read one snapshot, so the vectors are copied as they were
     before the delete's cascade removes them. What ``where`` admits that has expired is deleted
     too, but neither kept (an undo would bring back what expired) nor counted (no read saw it)."""
-    gone = f"DELETE FROM engram_items i WHERE {where} RETURNING i.id, i.seq, i.namespace, i.item, {live()} AS live"
+    returned = f"i.id, i.seq, i.namespace, i.item, i.stored_at, {live()} AS live"
+    gone = f"DELETE FROM engram_items i WHERE {where} RETURNING {returned}"
     if keep is None:
         return Statement.bind(f"WITH gone AS ({gone}) SELECT count(*) FILTER (WHERE live) FROM gone", params)
     sql = f"""
         WITH gone AS ({gone}),
         kept AS (
-            INSERT INTO engram_forgotten (receipt, id, seq, namespace, item, model, embedding)
-            SELECT :receipt, g.id, g.seq, g.namespace, g.item, :model, coalesce(e.embedding, b.embedding)
+            INSERT INTO engram_forgotten (receipt, id, seq, namespace, item, stored_at, model, embedding)
+            SELECT :receipt, g.id, g.seq, g.namespace, g.item, g.stored_at, :model, coalesce(e.embedding, b.embedding)
             FROM gone g
             LEFT JOIN engram_embeddings e ON e.item_id = g.id AND e.model = :model
             LEFT JOIN engram_vector_backlog b ON b.item_id = g.id AND b.model = :model
@@ -198,9 +203,10 @@ def plan_erase_kept_filter(pred: Predicate) -> Statement:
 
 
 def plan_kept(receipt: str, window_s: float) -> Statement:
-    """What a receipt kept, while the window holds it, in the order the items were stored."""
+    """What a receipt kept, while the window holds it, in the order the items were stored (with
+    when: NULL for what was kept before migration 0017)."""
     sql = """
-        SELECT id, item, model, embedding FROM engram_forgotten
+        SELECT id, item, stored_at, model, embedding FROM engram_forgotten
         WHERE receipt = :receipt AND forgotten_at > now() - make_interval(secs => :window)
         ORDER BY seq
     """

@@ -7,11 +7,11 @@ const number = new Intl.NumberFormat("en");
 export const count = (n) => number.format(n);
 export const plural = (n, one, many = `${one}s`) => `${count(n)} ${n === 1 ? one : many}`;
 
-/** An RFC 3339 instant as `2024-05-01 08:00 UTC`. */
-export function instant(value) {
+/** An RFC 3339 instant as `2024-05-01 08:00 UTC` (`08:00:42` with `seconds`). */
+export function instant(value, { seconds = false } = {}) {
   if (!value) return "";
   const iso = new Date(value).toISOString();
-  return `${iso.slice(0, 10)} ${iso.slice(11, 16)} UTC`;
+  return `${iso.slice(0, 10)} ${iso.slice(11, seconds ? 19 : 16)} UTC`;
 }
 
 // Words that carry no search meaning, so a snippet does not centre on "the".

@@ -1,4 +1,4 @@
-// One item in full: its text (a conversation as its turns), every meta field, its id.
+// One item in full: its text (a conversation as its turns), every meta field, its id, when it was stored.
 
 import { call } from "./api.js";
 import { $, fill, h } from "./dom.js";
@@ -53,6 +53,10 @@ function details(hit) {
   if (meta.tags?.length) rows.push(["Tags", h("span", {}, meta.tags.map((tag) => h("span", { class: "tag" }, tag)))]);
   rows.push(["Source", meta.source ? `${meta.source.kind}${meta.source.id ? ` · ${meta.source.id}` : ""}` : "agent"]);
   rows.push(["Observed", meta.observed_at ? instant(meta.observed_at) : h("span", { class: "quiet" }, "not given")]);
+  // When this service stored it (get answers it; an undo keeps it, an import stores the item anew).
+  rows.push(["Stored", hit.stored_at
+    ? h("time", { class: "item-stored", datetime: hit.stored_at }, instant(hit.stored_at, { seconds: true }))
+    : h("span", { class: "quiet" }, "not reported by this service")]);
   const plain = [["workspace", "Workspace"], ["folder", "Folder"], ["file_path", "File"], ["language", "Language"],
     ["repo", "Repository"], ["commit", "Commit"], ["url", "URL"], ["thread_id", "Thread"], ["agent_id", "Agent"]];
   for (const [field, name] of plain) if (meta[field]) rows.push([name, meta[field]]);

@@ -13,6 +13,11 @@ import { forgetCounts, loadTimeline } from "./timeline.js";
 
 let running = null;
 
+/** A performance mark the first time the page gets there (python -m bench.ui reads them). */
+function markOnce(name) {
+  if (!performance.getEntriesByName(name, "mark").length) performance.mark(name);
+}
+
 /** Read what the filter admits again: the facets and the results, then the histogram. */
 async function refresh({ facets = true } = {}) {
   running?.abort();
@@ -25,7 +30,7 @@ async function refresh({ facets = true } = {}) {
   try {
     await Promise.all([
       facets ? loadFacets(signal).then(({ matching }) => { setMatching(matching); showSidebar(true); }) : null,
-      loadResults(signal),
+      loadResults(signal).then(() => markOnce("engram:results")),
     ]);
   } catch (error) {
     if (signal.aborted) return;
@@ -46,7 +51,10 @@ async function refresh({ facets = true } = {}) {
     document.body.dataset.state = "problem";
     return;
   }
-  if (!signal.aborted) document.body.dataset.state = "ready";
+  if (!signal.aborted) {
+    document.body.dataset.state = "ready";
+    markOnce("engram:ready");
+  }
 }
 
 function showSidebar(ready, error = null) {

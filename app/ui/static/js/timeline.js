@@ -1,7 +1,7 @@
-// The observed_at histogram. Explore counts one facet per call and has no time facet, so each bar
-// is one count: explore's `total` under the filter narrowed to the bar's interval. The span is
-// found first (a binary search on years), then split into at most MAX_BARS calendar intervals,
-// zooming in while everything falls into one of them. Bars are in UTC.
+// The observed_at histogram, from explore's time facets (observed_year ... observed_hour: a whole
+// level of counts in one call). The years come first; their span is cut into at most MAX_BARS
+// calendar intervals of the unit that fits, counted by that unit's facet, zooming in while
+// everything falls into one of them. Bars are in UTC.
 
 import { explore } from "./api.js";
 import { $, fill, h, keepFocus } from "./dom.js";
@@ -9,12 +9,10 @@ import { count, plural } from "./format.js";
 import { filterOf, state, update } from "./state.js";
 
 const MAX_BARS = 24;
-const PARALLEL = 4;
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
-const FIRST = Date.UTC(1970, 0, 1); // where the default span starts; earlier items are counted apart
-const MIN = Date.parse("0001-01-01T00:00:00Z");
-const MAX = Date.parse("9999-12-31T00:00:00Z");
+const FIRST = Date.UTC(1970, 0, 1); // where the drawn span starts; earlier items are counted apart
+const BUCKETS = 500; // explore's most: a unit's buckets over a span that unitFor gave it are fewer
 const MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
 
 const iso = (t) => new Date(t).toISOString();
@@ -27,24 +25,26 @@ export function forgetCounts() {
   cache.clear();
 }
 
-/** A counter of items observed in [from, to) under `base`, at most PARALLEL calls at once. */
-function counter(base, signal) {
-  let running = 0;
-  const waiting = [];
-  const slot = () => (running < PARALLEL ? (running++, Promise.resolve()) : new Promise((go) => waiting.push(go)));
-  const release = () => (waiting.length ? waiting.shift()() : running--);
-  const prefix = JSON.stringify(base);
-  return (from, to) => {
-    const key = `${prefix}|${from}|${to}`;
-    if (!cache.has(key)) {
-      const filter = { ...base, observed_after: iso(from), observed_before: iso(to) };
-      const asked = slot().then(() => explore("kind", filter, 1, signal)).then((page) => page.total).finally(release);
-      asked.catch(() => cache.delete(key));
-      cache.set(key, asked);
-    }
-    return cache.get(key);
-  };
+const sum = (buckets) => buckets.reduce((n, bucket) => n + bucket.count, 0);
+
+/** Explore's `unit` facet under `filter`: its buckets as {start, count}, kept until something is
+ * forgotten or the key changes (forgetCounts). */
+function counted(unit, filter, signal) {
+  const key = JSON.stringify([unit, filter]);
+  if (!cache.has(key)) {
+    const asked = explore(`observed_${unit}`, filter, BUCKETS, signal).then((page) => ({
+      total: page.total,
+      missing: page.missing,
+      cut: page.more_buckets > 0,
+      buckets: page.buckets.map((bucket) => ({ start: Date.parse(bucket.value), count: bucket.count })),
+    }));
+    asked.catch(() => cache.delete(key));
+    cache.set(key, asked);
+  }
+  return cache.get(key);
 }
+
+const within = (base, a, b) => ({ ...base, observed_after: iso(a), observed_before: iso(b) });
 
 /** The calendar unit and step that cut [a, b) into at most MAX_BARS intervals. */
 function unitFor(a, b) {
@@ -92,58 +92,73 @@ function intervals(a, b) {
   return found;
 }
 
-/** The first and last year in [a, b) holding an item: two binary searches, side by side. */
-async function yearsHeld(count, a, b) {
-  const first = async () => {
-    let lo = year(a), hi = year(b - 1);
-    while (lo < hi) {
-      const mid = Math.floor((lo + hi) / 2);
-      if (await count(a, Math.min(utcYear(mid + 1), b)) > 0) hi = mid; else lo = mid + 1;
-    }
-    return lo;
-  };
-  const last = async () => {
-    let lo = year(a), hi = year(b - 1);
-    while (lo < hi) {
-      const mid = Math.ceil((lo + hi) / 2);
-      if (await count(Math.max(utcYear(mid), a), b) > 0) lo = mid; else hi = mid - 1;
-    }
-    return lo;
-  };
-  const [y0, y1] = await Promise.all([first(), last()]);
-  return [Math.max(utcYear(y0), a), Math.min(utcYear(y1 + 1), b)];
+/** The years drawn by default (1970 to next year) and what lies outside them, from one count. */
+async function years(base, signal) {
+  const end = utcYear(year(Date.now()) + 2);
+  const all = await counted("year", base, signal);
+  const inRange = (bucket) => bucket.start >= FIRST && bucket.start < end;
+  const found = { held: all.buckets.filter(inRange), notes: [], end };
+  if (all.cut) {
+    // Over 500 distinct years: the drawn span's years are counted alone, the rest as one number.
+    found.held = (await counted("year", within(base, FIRST, end), signal)).buckets;
+    const outside = all.total - all.missing - sum(found.held);
+    if (outside) found.notes.push(`${count(outside)} outside 1970–${year(end) - 1}`);
+  } else {
+    const earlier = sum(all.buckets.filter((bucket) => bucket.start < FIRST));
+    const later = sum(all.buckets.filter((bucket) => bucket.start >= end));
+    if (earlier) found.notes.push(`${count(earlier)} before 1970`);
+    if (later) found.notes.push(`${count(later)} later`);
+  }
+  found.observed = all.total - all.missing;
+  return found;
 }
 
 export async function loadTimeline(signal) {
   const box = $("#facet-observed");
   if (!box) return;
   box.setAttribute("aria-busy", "true");
-  const count = counter(filterOf("observed"), signal);
+  const base = filterOf("observed");
   const chosen = state.window;
-  let a = chosen ? Date.parse(chosen.after) : FIRST;
-  let b = chosen ? Date.parse(chosen.before) : utcYear(year(Date.now()) + 2);
-  const [inside, earlier, later] = await Promise.all([
-    count(a, b), chosen ? 0 : count(MIN, a), chosen ? 0 : count(b, MAX),
-  ]);
-  let bars = [];
-  if (inside > 0) {
-    if (!chosen) [a, b] = await yearsHeld(count, a, b);
-    for (;;) {
-      const cut = intervals(a, b);
-      const counts = await Promise.all(cut.map((bar) => count(bar.start, bar.end)));
-      cut.forEach((bar, i) => { bar.count = counts[i]; });
-      const held = cut.filter((bar) => bar.count > 0);
-      if (!held.length) break; // forgotten between the counts: nothing to draw
-      bars = cut.slice(cut.indexOf(held[0]), cut.indexOf(held.at(-1)) + 1);
-      if (held.length > 1 || cut[0].unit === "hour") break;
-      [a, b] = [held[0].start, held[0].end];
+  let a, b, known = null, observed, notes = [];
+  if (chosen) {
+    [a, b] = [Date.parse(chosen.after), Date.parse(chosen.before)];
+  } else {
+    const found = await years(base, signal);
+    ({ observed, notes } = found);
+    if (found.held.length) {
+      a = Math.min(...found.held.map((bucket) => bucket.start));
+      b = Math.min(advance(Math.max(...found.held.map((bucket) => bucket.start)), "year", 1), found.end);
+      known = found.held; // the span's years: a span drawn in years needs no other count
     }
   }
+  let bars = [];
+  while (a !== undefined) {
+    const cut = intervals(a, b);
+    const unit = cut[0].unit;
+    let buckets;
+    if (unit === "year" && known) {
+      buckets = known;
+    } else {
+      const page = await counted(unit, within(base, a, b), signal);
+      if (chosen && observed === undefined) observed = page.total; // every item in the window has observed_at
+      buckets = page.buckets;
+    }
+    for (const bar of cut) bar.count = sum(buckets.filter((bucket) => bucket.start >= bar.start && bucket.start < bar.end));
+    const held = cut.filter((bar) => bar.count > 0);
+    if (!held.length) break; // forgotten between the counts: nothing to draw
+    bars = cut.slice(cut.indexOf(held[0]), cut.indexOf(held.at(-1)) + 1);
+    if (held.length > 1 || unit === "hour") break;
+    [a, b] = [held[0].start, held[0].end];
+    known = null;
+  }
   box.removeAttribute("aria-busy");
-  keepFocus(box, () => draw(box, bars, inside, earlier, later));
+  const focused = box.contains(document.activeElement);
+  keepFocus(box, () => draw(box, bars, observed ?? 0, notes));
+  // The bar picked is drawn again in finer bars: the keyboard goes on from the first of them.
+  if (focused && !box.contains(document.activeElement)) box.querySelector("button.bar")?.focus();
 }
 
-function draw(box, bars, inside, earlier, later) {
+function draw(box, bars, observed, notes) {
   const top = Math.max(1, ...bars.map((bar) => bar.count));
   const chart = h("div", { class: "histogram", role: "group", "aria-label": "Items by observed time" });
   for (const bar of bars) {
@@ -153,16 +168,12 @@ function draw(box, bars, inside, earlier, later) {
     chart.append(bar.count
       ? h("button", {
         type: "button", class: "bar", title: text, "aria-label": `${text}: show only these`, "data-key": `bar:${bar.start}`,
-        onclick: () => update({ window: { after: iso(bar.start), before: iso(bar.end), label: `observed ${bar.label}` } }),
+        onclick: () => update({ window: { after: iso(bar.start), before: iso(bar.end), label: bar.label } }),
       }, fill_)
       : h("span", { class: "bar empty", title: text }, fill_));
   }
-  const notes = [];
-  if (earlier) notes.push(`${count(earlier)} before 1970`);
-  if (later) notes.push(`${count(later)} later`);
-  const total = inside + earlier + later;
   fill(box,
     bars.length ? chart : h("div", { class: "histogram histogram-empty" }, h("p", { class: "quiet" }, "No item here carries observed_at.")),
     bars.length ? h("div", { class: "axis" }, h("span", {}, bars[0].label), bars.length > 1 ? h("span", {}, bars.at(-1).label) : null) : h("div", { class: "axis" }),
-    h("p", { class: "quiet" }, total ? `${plural(total, "item")} with observed_at${notes.length ? ` (${notes.join(", ")})` : ""}` : ""));
+    h("p", { class: "quiet" }, observed ? `${plural(observed, "item")} with observed_at${notes.length ? ` (${notes.join(", ")})` : ""}` : ""));
 }

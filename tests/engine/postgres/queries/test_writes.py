@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import numpy as np
 from pgvector import Vector
 
@@ -17,9 +19,10 @@ from app.engine.postgres.queries.writes import (
     plan_thread_latest,
 )
 
+FIRST_STORED = datetime(2026, 1, 1, tzinfo=UTC)
 ROWS = [
     ItemRow("a", "learning", "", "first", "{}", "{}", 0.5, None, "manual"),
-    ItemRow("b", "note", "team:x", "second", "{}", "{}", None, "2026-01-02T03:04:05Z", "file"),
+    ItemRow("b", "note", "team:x", "second", "{}", "{}", None, "2026-01-02T03:04:05Z", "file", FIRST_STORED),
 ]
 
 
@@ -28,7 +31,8 @@ def test_the_insert_takes_one_array_a_column_in_the_rows_order() -> None:
     assert len(statement.args) == len(INSERT_ITEMS_COLUMNS) == len(ItemRow._fields)
     assert statement.args[0] == ["a", "b"]
     assert statement.args[6] == [0.5, None]
-    assert statement.args[-1] == ["manual", "file"]
+    assert statement.args[-2] == ["manual", "file"]
+    assert statement.args[-1] == [None, FIRST_STORED]  # a restore's stored_at; None: now
 
 
 def test_vectors_are_queued_in_binary_form_by_id() -> None:
