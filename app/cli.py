@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import ipaddress
 import json
 import logging
@@ -232,13 +233,17 @@ def _import(args: argparse.Namespace, settings: Settings) -> int:
 
     async def run() -> int:
         unit = {"unit": "B", "unit_scale": True} if size is not None else {"unit": " lines"}
-        async with _engine(settings) as engine:
+        async with _engine(settings, bulk=True) as engine:
             try:
                 with tqdm(total=size, file=sys.stderr, disable=None, leave=False, **unit) as bar:  # type: ignore[call-overload]
                     step = bar.update if size is not None else (lambda _: bar.update(1))
                     report = await import_lines(engine, lines, progress=step)
             except (OSError, asyncpg.PostgresError) as error:
                 raise InvalidRequest(f"cannot read the langgraph store: {type(error).__name__}") from None
+            # The vectors were left queued: indexed now in one go (a large import builds the index afresh).
+            if sys.stderr.isatty():
+                print("engram: indexing the vectors", file=sys.stderr)
+            await engine.finish_indexing()
         for refused in report.rejected:
             print(f"engram: line {refused.line}: {refused.message}", file=sys.stderr)
         trailer = f"; trailer {report.trailer}" if args.source == "engram" else ""
@@ -258,13 +263,17 @@ async def _lines_of(content: bytes) -> AsyncIterator[bytes]:
 
 
 @asynccontextmanager
-async def _engine(settings: Settings) -> AsyncIterator[PostgresEngine]:
+async def _engine(settings: Settings, *, bulk: bool = False) -> AsyncIterator[PostgresEngine]:
     """The PostgreSQL engine for a command whose output is its answer (the engine's own info lines
-    are not: only its warnings show), closed when the command is done."""
+    are not: only its warnings show), closed when the command is done. ``bulk``: for a load, its
+    vectors left queued until the command calls ``finish_indexing``."""
     from app.engine.postgres.service import open_postgres_engine
 
     logging.getLogger("engram").setLevel(logging.WARNING)
-    engine = await open_postgres_engine(settings)
+    options = settings.engine_options
+    if bulk:
+        options = dataclasses.replace(options, indexer=options.indexer.deferred())
+    engine = await open_postgres_engine(settings, options=options)
     try:
         yield engine
     finally:

@@ -57,7 +57,13 @@ from app.engine.keywords import KeywordQuery
 from app.engine.postgres.errors import classify, database_errors
 from app.engine.postgres.facets import FacetFolder
 from app.engine.postgres.filters import filter_predicate
-from app.engine.postgres.indexer import VectorIndexer, backlog_size, index_everything
+from app.engine.postgres.indexer import (
+    VectorIndexer,
+    backlog_size,
+    index_everything,
+    rebuild_index,
+    worth_rebuilding,
+)
 from app.engine.postgres.keys import PostgresKeys
 from app.engine.postgres.options import EngineOptions
 from app.engine.postgres.pool import Pools, PoolUsage, execute, fetch, fetchval
@@ -273,10 +279,14 @@ class PostgresEngine:
             await self._answerer.aclose()
 
     async def finish_indexing(self) -> None:
-        """Move the whole vector backlog into the index now (the indexer would, shortly)."""
+        """Move the whole vector backlog into the index now (the indexer would, shortly); a backlog
+        that would at least double the index by building the index afresh (indexer.worth_rebuilding)."""
+        options = self._options.indexer
         with database_errors():
             async with self.connection() as connection:
-                await index_everything(connection)
+                if await worth_rebuilding(connection, least=options.rebuild_least):
+                    await rebuild_index(connection, memory_mb=options.build_memory_mb)
+                await index_everything(connection)  # what others held meanwhile, or queued since
 
     async def vector_backlog(self) -> int:
         """How many vectors wait for the index."""

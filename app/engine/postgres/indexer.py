@@ -23,7 +23,17 @@ import asyncpg
 from app.engine.postgres import background
 from app.engine.postgres.errors import classify
 from app.engine.postgres.pool import execute, fetch, fetchval
-from app.engine.postgres.queries.backlog import BACKLOG_SIZE, BEGIN_MOVE, VACUUM_BACKLOG, plan_claim, plan_move
+from app.engine.postgres.queries.backlog import (
+    BACKLOG_SIZE,
+    BEGIN_MOVE,
+    DROP_HNSW,
+    HNSW_DEFINITION,
+    INDEXED_COUNT,
+    INDEXED_ESTIMATE,
+    VACUUM_BACKLOG,
+    plan_claim,
+    plan_move,
+)
 
 logger = logging.getLogger("engram")
 
@@ -99,6 +109,54 @@ async def index_everything(connection: asyncpg.Connection) -> None:
         if not await backlog_size(connection):
             return
         await asyncio.sleep(0.01)  # what is left is another indexer's, for a moment
+
+
+# Vectors claimed and moved per statement while the index is being built afresh (rebuild_index).
+REBUILD_STEP = 10_000
+
+
+async def worth_rebuilding(connection: asyncpg.Connection, *, least: int) -> bool:
+    """Whether the backlog is better moved by building the index afresh than by inserting each vector.
+
+    pgvector builds an HNSW graph in memory several times faster a vector than it inserts one into
+    the graph on disk, so a backlog of at least ``least`` vectors and at least as many as the index
+    holds (a bulk load: the index at least doubles) is moved by ``rebuild_index``.
+    docs/tuning.md#bulk-index-build
+    """
+    backlog = await backlog_size(connection)
+    if backlog < least:
+        return False
+    indexed = int(await fetchval(connection, INDEXED_ESTIMATE) or 0)
+    if indexed < 0:  # never counted yet
+        indexed = int(await fetchval(connection, INDEXED_COUNT))
+    return backlog >= indexed
+
+
+async def rebuild_index(connection: asyncpg.Connection, *, memory_mb: int) -> int:
+    """One transaction: the index dropped, every queued vector nobody else holds moved, the index built
+    again as it was defined; how many moved.
+
+    Reads of vectors wait for it (the index is gone until it commits); a failure or a kill undoes
+    it whole, the index as before and the vectors still queued. ``memory_mb`` is the build's
+    maintenance_work_mem: a graph that outgrows it is built on disk, much slower.
+    """
+    definition = await fetchval(connection, HNSW_DEFINITION)
+    if definition is None:  # no index to build (a schema being changed): vector by vector
+        await index_everything(connection)
+        return 0
+    moved = 0
+    async with connection.transaction():
+        await execute(connection, BEGIN_MOVE)
+        await connection.execute(
+            f"SET LOCAL statement_timeout = 0; SET LOCAL maintenance_work_mem = '{int(memory_mb)}MB'"
+        )
+        # Before any queued row is claimed: a forget waiting for the index's table then holds none of them.
+        await connection.execute(DROP_HNSW)
+        while claimed := await fetch(connection, plan_claim(n=REBUILD_STEP, least=REBUILD_STEP, held=0, workers=1)):
+            ids, models = [row["item_id"] for row in claimed], [row["model"] for row in claimed]
+            moved += int(await fetchval(connection, plan_move(ids, models)))
+        await connection.execute(definition)
+    return moved
 
 
 class VectorIndexer:

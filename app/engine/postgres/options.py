@@ -7,7 +7,8 @@ chosen, and how to measure it again, is in docs/tuning.md.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import sys
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 # How a filtered HNSW search keeps walking the index (pgvector's hnsw.iterative_scan).
@@ -80,6 +81,14 @@ class IndexerOptions:
     """Background workers moving queued vectors into the index, a pooled connection each."""
     background: bool = True
     """Off: only writes past the limit and ``finish_indexing`` index (tests that keep a backlog)."""
+    rebuild_least: int = 10_000  # docs/tuning.md#bulk-index-build
+    """``finish_indexing`` builds the index afresh for a backlog this long and as long as the index."""
+    build_memory_mb: int = 1_024  # docs/tuning.md#bulk-index-build
+    """maintenance_work_mem of that build; a graph that outgrows it is built on disk, slower."""
+
+    def deferred(self) -> IndexerOptions:
+        """For a bulk load (``engram import``): every vector stays queued until ``finish_indexing``."""
+        return replace(self, background=False, backlog_limit=sys.maxsize)
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from app.engine import answers
 from app.engine.grounded import GroundedAnswerer
 from app.engine.postgres import schema
 from app.engine.postgres.engine import PostgresEngine
+from app.engine.postgres.options import EngineOptions
 from app.engine.postgres.supervisor import EmbeddedSupervisor
 from app.engine.reranking import Reranker
 from app.settings import Settings
@@ -42,8 +43,11 @@ async def open_database(settings: Settings, embedding_dim: int) -> tuple[str, An
     return url, server
 
 
-async def open_postgres_engine(settings: Settings, embedder: Embedder | None = None) -> PostgresEngine:
-    """The engine with the configured embedder (or ``embedder``, already loaded)."""
+async def open_postgres_engine(
+    settings: Settings, embedder: Embedder | None = None, options: EngineOptions | None = None
+) -> PostgresEngine:
+    """The engine with the configured embedder (or ``embedder``, already loaded), tuned by the
+    settings (or by ``options``: a command's own)."""
     # Loaded first: a model that will not load ends the start before a database is made for it.
     embedder = embedder or await anyio.to_thread.run_sync(build_embedder, settings)
     answerer = GroundedAnswerer.from_settings(settings)
@@ -53,7 +57,7 @@ async def open_postgres_engine(settings: Settings, embedder: Embedder | None = N
         engine = await PostgresEngine.connect(
             url,
             embedder,
-            options=settings.engine_options,
+            options=options or settings.engine_options,
             limits=settings.limits,
             owns_embedder=True,
             answerer=answerer,

@@ -18,7 +18,7 @@ import pytest
 from app.contract.meta import Filter
 from app.contract.requests import FetchRequest, ForgetByIds
 from app.engine.postgres.engine import PostgresEngine
-from app.engine.postgres.indexer import Share, VectorIndexer, index_backlog
+from app.engine.postgres.indexer import Share, VectorIndexer, index_backlog, rebuild_index
 from app.engine.postgres.options import EngineOptions, HNSWOptions, IndexerOptions
 from tests.engine.postgres.support import count_rows, failing_insert, learning
 from tests.support.engines import truncate
@@ -368,3 +368,87 @@ async def test_the_worker_that_empties_the_backlog_vacuums_it(unindexed: Postgre
         await indexer.stop()
         await pool.execute("ALTER TABLE engram_vector_backlog RESET (autovacuum_enabled)")
         await pool.close()
+
+
+@pytest.fixture
+async def bulk(database_url: str, embedder: Any) -> AsyncIterator[PostgresEngine]:
+    """Vectors stay queued (as ``engram import`` leaves them); a backlog of any length that would at
+    least double the index is moved by building the index afresh."""
+    indexer = IndexerOptions(rebuild_least=1).deferred()
+    engine = await PostgresEngine.connect(database_url, embedder, options=EngineOptions(indexer=indexer))
+    await truncate(engine)
+    yield engine
+    await engine.close()
+
+
+async def the_index(engine: PostgresEngine) -> tuple[int, str]:
+    """The HNSW index's object id (a rebuild makes a new one) and its definition."""
+    async with engine.connection() as connection:
+        row = await connection.fetchrow(
+            "SELECT indexrelid::bigint, pg_get_indexdef(indexrelid) FROM pg_index "
+            "WHERE indexrelid = 'engram_embeddings_hnsw'::regclass"
+        )
+    return int(row[0]), str(row[1])
+
+
+async def sketches(engine: PostgresEngine) -> list[tuple[str, str]]:
+    async with engine.connection() as connection:
+        rows = await connection.fetch("SELECT key, item_id FROM engram_sketch_postings ORDER BY key, item_id")
+    return [(row["key"], row["item_id"]) for row in rows]
+
+
+async def test_a_backlog_that_doubles_the_index_is_indexed_by_building_it_afresh(
+    bulk: PostgresEngine, unindexed: PostgresEngine
+) -> None:
+    """The same items indexed in bulk and one by one: the same index, the same answers."""
+    items = [learning(f"bulk note {n} about {topic}", tags=[topic]) for n, topic in enumerate(["tea", "rust"] * 20)]
+    queries = [item.render_text() for item in items]
+    await unindexed.store_many(items)
+    await unindexed.finish_indexing()  # below rebuild_least: vector by vector
+    one_by_one = await pages(unindexed, queries, mode="vector", limit=5)
+    kept_sketches = await sketches(unindexed)
+    await truncate(unindexed)
+
+    before = await the_index(bulk)
+    for start in range(0, len(items), 10):
+        await bulk.store_many(items[start : start + 10])
+    assert await bulk.vector_backlog() == len(items)  # deferred: no write indexed any
+    await bulk.finish_indexing()
+    assert await bulk.vector_backlog() == 0
+    assert await indexed_count(bulk) == len(items)
+    oid, definition = await the_index(bulk)
+    assert oid != before[0] and definition == before[1]
+    assert await sketches(bulk) == kept_sketches
+    assert await pages(bulk, queries, mode="vector", limit=5) == one_by_one
+    tagged = await pages(bulk, queries[:4], mode="vector", limit=5, filter=Filter(tags_any=["rust"]))
+    assert all(page and len(page) == 5 for page in tagged)
+
+
+async def test_a_backlog_shorter_than_the_index_is_inserted_into_it(bulk: PostgresEngine) -> None:
+    await bulk.store_many([learning(f"first note {n}") for n in range(30)])
+    await bulk.finish_indexing()  # 30 queued, none indexed: built afresh
+    async with bulk.connection() as connection:
+        await connection.execute("ANALYZE engram_embeddings")
+    built = await the_index(bulk)
+    await bulk.store_many([learning(f"later note {n}") for n in range(20)])
+    await bulk.finish_indexing()  # 20 queued beside 30 indexed: inserted
+    assert await the_index(bulk) == built
+    assert await indexed_count(bulk) == 50 and await bulk.vector_backlog() == 0
+
+
+async def test_a_rebuild_leaves_rows_another_indexer_holds_and_they_are_moved_after(bulk: PostgresEngine) -> None:
+    """An indexer mid-step holds the oldest queued rows: the rebuild moves the rest, never waits for
+    them, and they are indexed once their holder lets go."""
+    await bulk.store_many([learning(f"held note {n}") for n in range(10)])
+    await bulk.store_many([learning(f"free note {n}") for n in range(30)])
+    async with bulk.connection() as holder:
+        transaction = holder.transaction()
+        await transaction.start()
+        await holder.execute("SELECT 1 FROM engram_vector_backlog ORDER BY queued LIMIT 10 FOR UPDATE")
+        async with bulk.connection() as connection:
+            moved = await rebuild_index(connection, memory_mb=64)
+        assert moved == 30
+        await transaction.rollback()
+    assert await bulk.vector_backlog() == 10
+    await bulk.finish_indexing()
+    assert await bulk.vector_backlog() == 0 and await indexed_count(bulk) == 40

@@ -87,3 +87,14 @@ def plan_claim(*, n: int, least: int, held: int, workers: int) -> Statement:
 def plan_move(ids: Sequence[str], models: Sequence[str]) -> Statement:
     """Move the claimed vectors (item ids and models, pairwise) into the index; it returns how many moved."""
     return Statement.bind(MOVE_BACKLOG, {"ids": list(ids), "models": list(models)})
+
+
+# The vector index's own definition, to build it again as it was (whatever migration or reembed made it).
+HNSW_DEFINITION = Statement(
+    "SELECT pg_get_indexdef(indexrelid) FROM pg_index WHERE indexrelid = to_regclass('engram_embeddings_hnsw')"
+)
+# What the index holds, as the statistics last counted it (-1 before any count); exact enough to
+# decide between building the index afresh and inserting the backlog into it.
+INDEXED_ESTIMATE = Statement("SELECT reltuples::bigint FROM pg_class WHERE oid = 'engram_embeddings'::regclass")
+INDEXED_COUNT = Statement("SELECT count(*) FROM engram_embeddings")
+DROP_HNSW = "DROP INDEX engram_embeddings_hnsw"
