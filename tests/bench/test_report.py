@@ -285,6 +285,43 @@ def test_the_equal_recall_table_shows_both_p50s_at_equal_recall_and_langgraph_at
     assert equal_recall_lines({"n": 500}) == [] and equal_recall_summary([{"n": 500}]) == []
 
 
+def test_the_scale_targets_judge_langgraph_at_equal_recall_and_each_size_by_its_own_bounds() -> None:
+    rates = {"engram": 600.0, "raw": 620.0, "langgraph": 300.0, "encoder": 18_000.0}
+    run = {**run_with("wordllama", 100_000, rates, 8.0, 0.05), "duration_s": 900.0}
+    run["engram"]["fetch"] = {**run["engram"]["fetch"], "hybrid/tag": figures(10.8), "keyword/subtree": figures(7.6)}
+    run["equal_recall"] = {
+        "vector/none": equal((0.965, 8.0), (0.70, 4.0), (0.951, 30.0, 1000, False)),
+        "vector/tag": equal((0.97, 8.0), (0.23, 5.0), (0.97, 7.0, 300, True)),
+        "vector/subtree": equal((0.97, 8.0), (0.27, 5.0), (0.97, 16.0, 600, True)),
+    }
+    rows = {t: (m, ok) for t, m, ok in targets(run, [])}
+    assert rows["vector/none p50 ≤ LangGraph's at equal recall"] == (
+        "0.27× (Engram recall 0.965; LangGraph ef_search 1000, its best 0.951)",
+        True,
+    )
+    assert rows["vector/tag p50 ≤ LangGraph's at equal recall"] == (
+        "1.14× (Engram recall 0.970; LangGraph ef_search 300)",
+        False,
+    )
+    assert rows["hybrid/none p50 ≤ 1.3× Engram's vector/none p50 (target is at 100k)"] == ("1.00× (8.00 ms)", True)
+    assert rows["hybrid/tag p50 ≤ 1.3× Engram's vector/tag p50 (target is at 100k)"] == ("1.35× (10.80 ms)", False)
+    assert rows["keyword p95 ≤ 15 ms at 100k, ≤ 40 ms at 1M"] == ("16.00 ms (worst variant 16.00 ms)", False)
+    assert rows["filtered vector (tag) full pages, recall@10 ≥ 0.95"] == ("recall 0.970, 0 short of 200", True)
+    assert rows["filtered vector/tag p95 ≤ 40 ms (target is at 1M)"] == ("16.00 ms", None)
+    assert "vector/none p50 ≤ 12 ms (target is at 1M)" not in rows
+
+    million = {**run, "n": 1_000_000}
+    rows = {t: (m, ok) for t, m, ok in targets(million, [])}
+    assert rows["keyword p95 ≤ 15 ms at 100k, ≤ 40 ms at 1M"][1] is True
+    assert rows["filtered vector/tag p95 ≤ 40 ms (target is at 1M)"] == ("16.00 ms", True)
+    assert rows["vector/none p50 ≤ 12 ms (target is at 1M)"] == ("8.00 ms", True)
+    assert rows["hybrid/none p50 ≤ 20 ms (target is at 1M)"] == ("8.00 ms", True)
+
+    del run["equal_recall"]
+    rows = {t: (m, ok) for t, m, ok in targets(run, [])}
+    assert rows["vector/none p50 ≤ LangGraph's at its default"] == ("1.00×", True)
+
+
 class Widening:
     """A store whose recall is what its breadth says: the ids it answers are the truth's first ``k``."""
 
