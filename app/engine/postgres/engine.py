@@ -370,7 +370,7 @@ class PostgresEngine:
         ITEMS_STORED.inc(len(inserted))
         if backlog:
             self._indexer.wake()
-        if backlog > self._backlog_limit:
+        if self._options.indexer.catch_up and backlog > self._backlog_limit:
             await self._indexer.catch_up(to=self._backlog_limit)
         seen: set[str] = set()
         receipts = []
@@ -412,10 +412,11 @@ class PostgresEngine:
         return {row["id"] for row in await fetch(connection, plan_insert(rows))}
 
     async def _queue_vectors(self, connection: asyncpg.Connection, vectors: dict[str, np.ndarray]) -> int:
-        """The vectors into the backlog; how many wait for the index now."""
+        """The vectors into the backlog; how many wait for the index now (without catching up, how many it queued)."""
         if not vectors:
             return 0
-        return int(await fetchval(connection, plan_queue_vectors(self._embedder.name, vectors)) or 0)
+        counted = self._options.indexer.catch_up
+        return int(await fetchval(connection, plan_queue_vectors(self._embedder.name, vectors, counted=counted)) or 0)
 
     async def forget(self, target: ForgetTarget) -> ForgetReport:
         target = target.checked(self._limits)

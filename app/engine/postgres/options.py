@@ -7,7 +7,6 @@ chosen, and how to measure it again, is in docs/tuning.md.
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
@@ -81,6 +80,8 @@ class IndexerOptions:
     """Background workers moving queued vectors into the index, a pooled connection each."""
     background: bool = True
     """Off: only writes past the limit and ``finish_indexing`` index (tests that keep a backlog)."""
+    catch_up: bool = True
+    """Off: no write indexes on its own time, or counts the backlog to know whether it should."""
     rebuild_least: int = 10_000  # docs/tuning.md#bulk-index-build
     """``finish_indexing`` builds the index afresh for a backlog this long and as long as the index."""
     build_memory_mb: int = 1_024  # docs/tuning.md#bulk-index-build
@@ -88,7 +89,7 @@ class IndexerOptions:
 
     def deferred(self) -> IndexerOptions:
         """For a bulk load (``engram import``): every vector stays queued until ``finish_indexing``."""
-        return replace(self, background=False, backlog_limit=sys.maxsize)
+        return replace(self, background=False, catch_up=False)
 
 
 @dataclass(frozen=True)

@@ -372,9 +372,9 @@ async def test_the_worker_that_empties_the_backlog_vacuums_it(unindexed: Postgre
 
 @pytest.fixture
 async def bulk(database_url: str, embedder: Any) -> AsyncIterator[PostgresEngine]:
-    """Vectors stay queued (as ``engram import`` leaves them); a backlog of any length that would at
-    least double the index is moved by building the index afresh."""
-    indexer = IndexerOptions(rebuild_least=1).deferred()
+    """Vectors stay queued (as ``engram import`` leaves them), however far past the backlog limit; a
+    backlog of any length that would at least double the index is moved by building the index afresh."""
+    indexer = IndexerOptions(rebuild_least=1, backlog_limit=5).deferred()
     engine = await PostgresEngine.connect(database_url, embedder, options=EngineOptions(indexer=indexer))
     await truncate(engine)
     yield engine

@@ -94,6 +94,7 @@ QUEUE_VECTORS = """
     )
     SELECT (SELECT count(*) FROM queued) + (SELECT count(*) FROM engram_vector_backlog) AS backlog
 """
+QUEUE_VECTORS_UNCOUNTED = QUEUE_VECTORS.replace(" + (SELECT count(*) FROM engram_vector_backlog)", "")
 
 
 def plan_held(ids: Sequence[str]) -> Statement:
@@ -124,10 +125,12 @@ def plan_insert(rows: Sequence[ItemRow]) -> Statement:
     return Statement.bind(INSERT_ITEMS, {name: list(column) for name, column in columns.items()})
 
 
-def plan_queue_vectors(model: str, vectors: Mapping[str, np.ndarray]) -> Statement:
-    """The vectors of the items by id into the backlog; it returns how many wait for the index now."""
+def plan_queue_vectors(model: str, vectors: Mapping[str, np.ndarray], *, counted: bool = True) -> Statement:
+    """The vectors of the items by id into the backlog; it returns how many wait for the index now,
+    or, not ``counted`` (a bulk load's: the count reads the whole backlog), how many it queued."""
     return Statement.bind(
-        QUEUE_VECTORS, {"model": model, "ids": list(vectors), "vs": vector_array(list(vectors.values()))}
+        QUEUE_VECTORS if counted else QUEUE_VECTORS_UNCOUNTED,
+        {"model": model, "ids": list(vectors), "vs": vector_array(list(vectors.values()))},
     )
 
 
