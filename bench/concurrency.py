@@ -8,8 +8,12 @@ whose sync store ``python -m bench`` compares) in this process, on a psycopg poo
 Engram's two request pools together, with an encoder of its own of the same embedder. Both hold the
 same ``--n`` items, stored, indexed, vacuumed and analyzed before anything is timed.
 
-A case is one client count and one operation group: fetch (Engram keyword, vector and hybrid, and
-LangGraph's vector search, its only search; a page of 10 without a filter) or store (one new item:
+Before the cases, LangGraph's breadth for equal recall is found (``equal_breadth``: its ``hnsw.ef_search``
+raised until its recall@10 over the first questions reaches that of Engram's vector search, the
+comparison docs/decisions/2026-12-03-benchmark-at-equal-recall.md settles on), and a second pooled
+store searches at it. A case is one client count and one operation group: fetch (Engram keyword, vector
+and hybrid, and LangGraph's vector search, its only search, at its default breadth and at equal recall;
+a page of 10 without a filter) or store (one new item:
 Engram's ``POST /v1/store``, LangGraph's ``aput``; the same items for both). Each system in turn
 runs ``clients`` closed-loop clients (each sends its next request when its last is answered):
 unmeasured requests first, then ``--requests`` / ``--rounds`` timed from the first to the last
@@ -42,25 +46,29 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator, Sequence
-from contextlib import ExitStack
+from contextlib import AsyncExitStack, ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import asyncpg
 
+from app.contract.meta import Filter
+from app.embeddings.protocol import Embedder
 from app.embeddings.registry import build_embedder
 from app.engine.postgres.options import PoolOptions
 from app.settings import Settings
 from bench import quiet_logging, runs
 from bench.corpus import CorpusItem, build_corpus, build_queries
 from bench.engram_http import EngramHttp, http_session
+from bench.equal_recall import LADDER, QUICK_LADDER, breadth_for
 from bench.langgraph_store import LangGraphStore, open_store
 from bench.load import process_cpu_s, store_indexed
 from bench.rawsql import wait_for_empty_backlog
 from bench.run import machine_facts, say, settle, utc_stamp
 from bench.server import Database, embedded_postgres, engram_migrate, engram_process
 from bench.stats import summary, turn_order
+from bench.truth import ExactNeighbours, recall_at_10
 
 HERE = Path(__file__).resolve().parent
 KIND = "concurrency"
@@ -69,20 +77,26 @@ CLIENTS = (1, 16, 64)
 TARGET_CLIENTS = 16
 OPERATIONS = ("fetch_keyword", "fetch_vector", "fetch_hybrid", "store")
 MODES = {"fetch_keyword": "keyword", "fetch_vector": "vector", "fetch_hybrid": "hybrid"}
-# Each case's systems, by group; LangGraph searches by vector only.
+# Each case's systems, by group; LangGraph searches by vector only, at its default breadth and at
+# the breadth at which it finds what Engram's vector search finds (equal_breadth).
 GROUPS = {
-    "fetch": ("engram_keyword", "engram_vector", "engram_hybrid", "langgraph_vector"),
+    "fetch": ("engram_keyword", "engram_vector", "engram_hybrid", "langgraph_vector", "langgraph_vector_equal"),
     "store": ("engram_store", "langgraph_store"),
 }
-# Which of a group's systems each operation's row sets beside which (Engram, LangGraph).
-PAIRS = {
-    "fetch_keyword": ("fetch", "engram_keyword", "langgraph_vector"),
-    "fetch_vector": ("fetch", "engram_vector", "langgraph_vector"),
-    "fetch_hybrid": ("fetch", "engram_hybrid", "langgraph_vector"),
-    "store": ("store", "engram_store", "langgraph_store"),
+# Which of a group's systems each operation's row sets beside which: (group, Engram, LangGraph judged
+# against, LangGraph shown beside for information). The comparison is at equal recall
+# (docs/decisions/2026-12-03-benchmark-at-equal-recall.md); a run from before had only the default.
+PAIRS: dict[str, tuple[str, str, str, str | None]] = {
+    "fetch_keyword": ("fetch", "engram_keyword", "langgraph_vector_equal", "langgraph_vector"),
+    "fetch_vector": ("fetch", "engram_vector", "langgraph_vector_equal", "langgraph_vector"),
+    "fetch_hybrid": ("fetch", "engram_hybrid", "langgraph_vector_equal", "langgraph_vector"),
+    "store": ("store", "engram_store", "langgraph_store", None),
 }
 PAGE = 10
 QUESTIONS = 1_000
+# Questions LangGraph's breadth for equal recall is found on (the first of the questions asked).
+RECALL_QUESTIONS = 200
+QUICK_RECALL_QUESTIONS = 40
 SEED_BATCH = 100
 # The pools an Engram service answers requests from (app/engine/postgres/pool.py): LangGraph's pool is
 # given as many connections as they may open together on their defaults.
@@ -263,11 +277,38 @@ def engram_calls(http: EngramHttp, plan: Plan) -> dict[str, Call]:
     return calls
 
 
-def langgraph_calls(store: LangGraphStore, plan: Plan) -> dict[str, Call]:
+def langgraph_calls(store: LangGraphStore, widened: LangGraphStore, plan: Plan) -> dict[str, Call]:
     questions, items = plan.questions, plan.items
     return {
         "langgraph_vector": lambda _, i: store.fetch(questions[i % len(questions)], "vector", {}, PAGE),
+        "langgraph_vector_equal": lambda _, i: widened.fetch(questions[i % len(questions)], "vector", {}, PAGE),
         "langgraph_store": lambda _, i: store.store(items[i]),
+    }
+
+
+async def equal_breadth(
+    engram_url: str, langgraph_url: str, http: EngramHttp, encoder: Embedder, questions: Sequence[str], *, quick: bool
+) -> dict[str, Any]:
+    """LangGraph's ``hnsw.ef_search`` at which its recall@10 over ``questions`` (no filter) reaches that of
+    Engram's vector search, or its best (bench/equal_recall.py); both recalls, and the breadths tried."""
+    connection = await asyncpg.connect(engram_url)
+    try:
+        exact = await ExactNeighbours.load(connection, encoder.name)
+        truths = [await exact.nearest(vector, Filter()) for vector in await encoder.embed_queries(list(questions))]
+    finally:
+        await connection.close()
+    engram_recall = recall_at_10([await http.fetch(q, "vector", {}, PAGE) for q in questions], truths) or 0.0
+    async with open_store(langgraph_url, encoder) as single:
+        ladder = QUICK_LADDER if quick else LADDER
+        filters = [{} for _ in questions]
+        ef_search, recall, tried = await breadth_for(single, questions, filters, truths, engram_recall, ladder)
+    return {
+        "questions": len(questions),
+        "engram_recall_at_10": engram_recall,
+        "ef_search": ef_search,
+        "recall_at_10": recall,
+        "reached": recall >= engram_recall,
+        "ladder": tried,
     }
 
 
@@ -331,6 +372,7 @@ async def compare(
     encoder = build_embedder(Settings(embedder=args.embedder))
     monitor = await asyncpg.connect(database.url("postgres"))
     cases: list[dict[str, Any]] = []
+    equal: dict[str, Any] = {}
     try:
         with engram_process(urls["engram"], _dir(work, "engram"), args.embedder) as served:
             async with open_store(urls["langgraph"], encoder, pool_size=LANGGRAPH_POOL) as langgraph:
@@ -340,8 +382,22 @@ async def compare(
                     await langgraph.store_batch(seeded[start : start + SEED_BATCH])
                 await settle(list(urls.values()))
                 backlog = await asyncpg.connect(urls["engram"])
-                async with http_session(served.base_url, connections=max(args.clients)) as session:
-                    calls = {**engram_calls(EngramHttp(session), plan), **langgraph_calls(langgraph, plan)}
+                async with AsyncExitStack() as stack:
+                    session = await stack.enter_async_context(
+                        http_session(served.base_url, connections=max(args.clients))
+                    )
+                    asked = plan.questions[: QUICK_RECALL_QUESTIONS if args.quick else RECALL_QUESTIONS]
+                    equal = await equal_breadth(
+                        urls["engram"], urls["langgraph"], EngramHttp(session), encoder, asked, quick=args.quick
+                    )
+                    say(
+                        f"equal recall: Engram's vector {equal['engram_recall_at_10']:.3f}, LangGraph at ef_search "
+                        f"{equal['ef_search']} {equal['recall_at_10']:.3f}"
+                    )
+                    widened = await stack.enter_async_context(
+                        open_store(urls["langgraph"], encoder, pool_size=LANGGRAPH_POOL, ef_search=equal["ef_search"])
+                    )
+                    calls = {**engram_calls(EngramHttp(session), plan), **langgraph_calls(langgraph, widened, plan)}
 
                     async def indexed() -> float:
                         began = time.perf_counter()
@@ -373,8 +429,10 @@ async def compare(
         "one keep-alive session with a connection per client, in the harness's process",
         "langgraph": "AsyncPostgresStore.from_conn_string(pool_config=PoolConfig(min_size=1, "
         f"max_size={LANGGRAPH_POOL})), its index on text (cosine), asearch and aput in the harness's process; "
-        "HNSW and ef_search at LangGraph's defaults (m 16, ef_construction 64, ef_search 40)",
+        "HNSW and ef_search at LangGraph's defaults (m 16, ef_construction 64, ef_search 40); at equal recall, "
+        f"a second such store whose connections search at ef_search {equal['ef_search']}",
         "langgraph_pool": LANGGRAPH_POOL,
+        "equal_recall": equal,
     }
     return cases, setup
 

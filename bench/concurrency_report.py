@@ -11,7 +11,20 @@ from bench.concurrency import KIND, OPERATIONS, PAIRS, TARGET_CLIENTS
 from bench.load_report import OPERATION_TEXT
 
 # What LangGraph runs beside each of Engram's operations.
-LANGGRAPH_TEXT = {"langgraph_vector": "asearch (vector)", "langgraph_store": "aput"}
+LANGGRAPH_TEXT = {
+    "langgraph_vector": "asearch (vector), default breadth",
+    "langgraph_vector_equal": "asearch (vector) at equal recall",
+    "langgraph_store": "aput",
+}
+
+
+def judged_against(case: dict[str, Any], operation: str) -> tuple[str, str | None]:
+    """The LangGraph system an operation's row is judged against, and the one shown beside it; a run
+    from before the equal-recall store is judged against LangGraph at its default."""
+    _, _, judged, beside = PAIRS[operation]
+    if judged not in case["systems"] and beside is not None:
+        return beside, None
+    return judged, beside
 
 
 def latest_runs(out: Path) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
@@ -79,33 +92,47 @@ def concurrency_lines(compared: dict[str, Any], swept: dict[str, Any] | None = N
         "LangGraph in the harness (its clients, store and encoder) / PostgreSQL.",
         "",
         "| operation | clients | Engram req/s | p50 ms | p99 ms | LangGraph | req/s | p50 ms | p99 ms | "
-        "Engram ÷ LangGraph req/s | Engram CPU ms: clients / service / PostgreSQL | LangGraph CPU ms: "
-        "harness / PostgreSQL |",
-        "| --- | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "Engram ÷ LangGraph req/s | LangGraph at its default breadth: req/s, p50 ms | "
+        "Engram CPU ms: clients / service / PostgreSQL | LangGraph CPU ms: harness / PostgreSQL |",
+        "| --- | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     verdicts = []
     failures = []
     for operation in OPERATIONS:
-        group, engram_name, langgraph_name = PAIRS[operation]
+        group, engram_name, _, _ = PAIRS[operation]
         for case in (c for c in compared["cases"] if c["group"] == group):
+            langgraph_name, beside_name = judged_against(case, operation)
             engram, langgraph = case["systems"][engram_name], case["systems"][langgraph_name]
             ratio = _ratio(engram, langgraph)
             shown = f"{ratio:.2f}×" if ratio is not None else "–"
+            beside = case["systems"].get(beside_name) if beside_name else None
+            default = f"{beside['per_s']:.0f}, {_ms(beside, 'p50')}" if beside else "–"
             lines.append(
                 f"| {OPERATION_TEXT[operation]} | {case['clients']} | {engram['per_s']:.0f} | {_ms(engram, 'p50')} | "
                 f"{_ms(engram, 'p99')} | {LANGGRAPH_TEXT[langgraph_name]} | {langgraph['per_s']:.0f} | "
-                f"{_ms(langgraph, 'p50')} | {_ms(langgraph, 'p99')} | {shown} | "
+                f"{_ms(langgraph, 'p50')} | {_ms(langgraph, 'p99')} | {shown} | {default} | "
                 f"{_cpu(engram, ('harness', 'service', 'postgres'))} | {_cpu(langgraph, ('harness', 'postgres'))} |"
             )
             if case["clients"] == TARGET_CLIENTS and ratio is not None:
                 met = "met" if ratio >= 1.0 else "**missed**"
                 verdicts.append(f"{OPERATION_TEXT[operation]} {ratio:.2f}× ({met})")
-            for name in (engram_name, langgraph_name):
+            for name in (engram_name, langgraph_name, *([beside_name] if beside else [])):
                 failures += [
                     f"{name} at {case['clients']}: {what} ×{count}"
                     for what, count in case["systems"][name]["failures"].items()
                 ]
     lines.append("")
+    equal = compared["setup"].get("equal_recall")
+    if equal:
+        reached = "" if equal["reached"] else " (its best; it never reached Engram's)"
+        steps = ", ".join(f"{int(ef)} → {recall:.3f}" for ef, recall in equal["ladder"])
+        lines += [
+            f"Equal recall: over the first {equal['questions']} questions, Engram's vector search finds "
+            f"{equal['engram_recall_at_10']:.3f} of the exact top ten; LangGraph's at `hnsw.ef_search` "
+            f"{equal['ef_search']} finds {equal['recall_at_10']:.3f}{reached} (breadths tried: {steps}). Every fetch "
+            "row is judged against LangGraph at that breadth, its default shown beside.",
+            "",
+        ]
     if verdicts:
         lines += [
             f"**Target: Engram's requests/s at {TARGET_CLIENTS} clients ≥ LangGraph's:** " + "; ".join(verdicts) + ".",
@@ -142,7 +169,7 @@ def shares_lines(run: dict[str, Any]) -> list[str]:
     """Each side's share of the CPU an Engram request cost at TARGET_CLIENTS: what bounds its rate on these cores."""
     parts = []
     for operation in OPERATIONS:
-        group, engram_name, _ = PAIRS[operation]
+        group, engram_name, _, _ = PAIRS[operation]
         for case in (c for c in run["cases"] if c["group"] == group and c["clients"] == TARGET_CLIENTS):
             spent = case["systems"][engram_name].get("cpu_ms_per_request")
             if spent:

@@ -87,7 +87,12 @@ def _value(item: CorpusItem) -> dict[str, Any]:
 
 @asynccontextmanager
 async def open_store(
-    url: str, embedder: Embedder, breadth: tuple[int, int] | None = None, *, pool_size: int | None = None
+    url: str,
+    embedder: Embedder,
+    breadth: tuple[int, int] | None = None,
+    *,
+    pool_size: int | None = None,
+    ef_search: int | None = None,
 ) -> AsyncIterator[LangGraphStore]:
     """Set up the store's tables and index in ``url`` (its own database) and yield it, on a connection of its own.
 
@@ -95,7 +100,8 @@ async def open_store(
     values and pgvector's iterative scan walking on past what a filter drops; a store of its own, so
     that its settings need not be swapped on one connection query by query.
     ``pool_size``: on a psycopg pool of at most that many connections (LangGraph's ``pool_config``),
-    for concurrent callers; its connections cannot be set one by one, so not with a ``breadth``.
+    for concurrent callers; its connections cannot be set one by one, so not with a ``breadth``, but
+    ``ef_search`` sets every one of them as it opens (how a user widens a pooled store's search).
     """
     if pool_size is not None and breadth is not None:
         raise ValueError("a pooled store searches at LangGraph's default breadth")
@@ -105,7 +111,13 @@ async def open_store(
         return (await embedder.embed(texts)).tolist()  # type: ignore[no-any-return]
 
     index = {"dims": embedder.dimension, "embed": embed, "fields": ["text"], "distance_type": "cosine"}
-    pool = PoolConfig(min_size=1, max_size=pool_size) if pool_size is not None else None
+    if ef_search is not None and pool_size is None:
+        raise ValueError("ef_search sets a pooled store's connections; a single one is set by search_at")
+    pool: PoolConfig | None = None
+    if pool_size is not None:
+        pool = PoolConfig(min_size=1, max_size=pool_size)
+        if ef_search is not None:
+            pool["kwargs"] = {"options": f"-c hnsw.ef_search={int(ef_search)}"}
     async with AsyncPostgresStore.from_conn_string(url, index=index, pool_config=pool) as store:  # type: ignore[arg-type]
         await store.setup()
         yield LangGraphStore(store, breadth)

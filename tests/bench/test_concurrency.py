@@ -7,12 +7,23 @@ answered only 2xx, and the table must show each operation at each client count b
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
 from bench import runs
-from bench.concurrency import CLIENTS, GROUPS, KIND, OPERATIONS, QUICK_N, QUICK_REQUESTS, main
+from bench.concurrency import (
+    CLIENTS,
+    GROUPS,
+    KIND,
+    OPERATIONS,
+    QUICK_N,
+    QUICK_RECALL_QUESTIONS,
+    QUICK_REQUESTS,
+    main,
+)
 from bench.concurrency_report import concurrency_lines, latest_runs
+from bench.equal_recall import QUICK_LADDER
 from bench.load_report import OPERATION_TEXT
 from tests.support.scratch import scratch
 
@@ -61,7 +72,15 @@ def test_the_quick_run_measures_every_operation_at_every_client_count_beside_lan
     for line in table[1 : 1 + len(rows)]:
         cells = line.strip("| ").split(" | ")
         assert cells[9].endswith("×"), "every row has its ratio"
-        assert len(cells[10].split(" / ")) == 3 and len(cells[11].split(" / ")) == 2, "and each side's CPU"
+        judged_equal = cells[0].startswith("fetch")
+        assert ("at equal recall" in cells[5]) == judged_equal, "a fetch is judged against LangGraph at equal recall"
+        assert (cells[10] != "–") == judged_equal, "with LangGraph at its default beside it"
+        assert len(cells[11].split(" / ")) == 3 and len(cells[12].split(" / ")) == 2, "and each side's CPU"
+    equal = run["setup"]["equal_recall"]
+    assert equal["questions"] == QUICK_RECALL_QUESTIONS and equal["ef_search"] in QUICK_LADDER
+    assert 0 < equal["engram_recall_at_10"] <= 1 and equal["ladder"][0][0] == QUICK_LADDER[0]
+    assert equal["reached"] == (equal["recall_at_10"] >= equal["engram_recall_at_10"])
+    assert f"LangGraph's at `hnsw.ef_search` {equal['ef_search']} finds" in report
     assert "**Target: Engram's requests/s at 16 clients ≥ LangGraph's:**" in report
     assert "Answers that were not 2xx (or raised): none." in report
     shares = next(line for line in report.splitlines() if line.startswith("The CPU an Engram request cost in all"))
@@ -69,3 +88,12 @@ def test_the_quick_run_measures_every_operation_at_every_client_count_beside_lan
     assert "| processes (workers) | pool 5 |" in report
     assert report.count("\n| 1 | **") == 1 and report.count("\n| 2 | **") == 1
     assert report == "\n".join(concurrency_lines(run, run))
+
+
+def test_a_run_from_before_the_equal_recall_store_is_judged_against_langgraph_at_its_default() -> None:
+    published = json.loads((Path(runs.__file__).parent / runs.PUBLISHED / f"{KIND}-n10000-wordllama.json").read_text())
+    assert "langgraph_vector_equal" not in published["cases"][0]["systems"]
+    lines = concurrency_lines(published)
+    fetches = [line for line in lines if line.startswith("| fetch")]
+    assert fetches and all("| asearch (vector), default breadth |" in line for line in fetches)
+    assert not any(line.startswith("Equal recall:") for line in lines)
