@@ -5,7 +5,7 @@ its index, its filter after the walk, as a user gets it) is asked every query at
 ``hnsw.ef_search`` until its recall@10 reaches Engram's, or pgvector's widest (1000), keeping its
 best. Then Engram, LangGraph at its default breadth and LangGraph at that breadth answer every query
 in turn (``measure_paired``), so the three p50s are timed moments apart, each with its recall.
-The comparison the targets leave open: docs/decisions/2026-12-03-benchmark-at-equal-recall.md.
+The comparison the targets judge: docs/decisions/2026-12-03-benchmark-at-equal-recall.md.
 """
 
 from __future__ import annotations

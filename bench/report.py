@@ -213,7 +213,7 @@ def langgraph_rows(run: dict[str, Any]) -> list[tuple[str, str, bool | None]]:
 
 def equal_recall_summary(sizes: list[dict[str, Any]]) -> list[str]:
     """Engram's vector p50 over LangGraph's with LangGraph's breadth raised until its recall@10 reaches
-    Engram's (bench/equal_recall.py): the comparison the decision record leaves open, one line."""
+    Engram's (bench/equal_recall.py): the comparison the targets judge, one line."""
     parts = []
     for run in sizes:
         cases = run.get("equal_recall")
@@ -232,7 +232,7 @@ def equal_recall_summary(sizes: list[dict[str, Any]]) -> list[str]:
         return []
     return [
         "",
-        "At equal recall (not a target either): Engram's vector p50 ÷ LangGraph's with LangGraph's own "
+        "At equal recall (the comparison the targets judge): Engram's vector p50 ÷ LangGraph's with LangGraph's own "
         "`hnsw.ef_search` raised until its recall@10 reaches Engram's (`Vector search at equal recall` in each "
         "size's tables): " + "; ".join(parts) + ".",
     ]
@@ -272,8 +272,8 @@ def equal_recall_lines(run: dict[str, Any]) -> list[str]:
 
 
 def equal_breadth_lines(sizes: list[dict[str, Any]]) -> list[str]:
-    """Engram's vector p50 over LangGraph's when LangGraph searches as far as Engram does: not a target, since
-    the targets compare against LangGraph's default breadth; shown so the two comparisons sit side by side."""
+    """Engram's vector p50 over LangGraph's when LangGraph searches as far as Engram does: not a target (the
+    targets compare at equal recall), shown beside it."""
     parts = []
     for run in sizes:
         wide = run.get("langgraph_wide", {}).get("fetch", {})
@@ -287,8 +287,8 @@ def equal_breadth_lines(sizes: list[dict[str, Any]]) -> list[str]:
     if not parts:
         return []
     return [
-        "Not a target, for the comparison left open "
-        "([decision record](../docs/decisions/2026-12-03-benchmark-at-equal-recall.md)): Engram's vector p50 ÷ "
+        "For information (the targets compare at equal recall, "
+        "[decision record](../docs/decisions/2026-12-03-benchmark-at-equal-recall.md)): Engram's vector p50 ÷ "
         "LangGraph's when LangGraph searches its index as far as Engram searches (`LangGraph at Engram's breadth` "
         "in the fetch tables; its recall is then near Engram's, where at its default it is lower, see the quality "
         "tables): " + "; ".join(parts) + ".",
