@@ -32,6 +32,7 @@ from app.engine.postgres.queries.backlog import (
     INDEXED_ESTIMATE,
     VACUUM_BACKLOG,
     plan_claim,
+    plan_claim_oldest,
     plan_move,
 )
 
@@ -113,6 +114,9 @@ async def index_everything(connection: asyncpg.Connection) -> None:
 
 # Vectors claimed and moved per statement while the index is being built afresh (rebuild_index).
 REBUILD_STEP = 10_000
+# How long each of a rebuild's statements may take (a pooled connection's bound is its
+# statement_timeout, 15 s): building the graph of a million vectors takes minutes on 2 cores.
+REBUILD_TIMEOUT_S = 3_600.0
 
 
 async def worth_rebuilding(connection: asyncpg.Connection, *, least: int) -> bool:
@@ -140,22 +144,25 @@ async def rebuild_index(connection: asyncpg.Connection, *, memory_mb: int) -> in
     it whole, the index as before and the vectors still queued. ``memory_mb`` is the build's
     maintenance_work_mem: a graph that outgrows it is built on disk, much slower.
     """
-    definition = await fetchval(connection, HNSW_DEFINITION)
+    bound = REBUILD_TIMEOUT_S
+    definition = await connection.fetchval(HNSW_DEFINITION.sql, timeout=bound)
     if definition is None:  # no index to build (a schema being changed): vector by vector
         await index_everything(connection)
         return 0
     moved = 0
+    claim = plan_claim_oldest(REBUILD_STEP)
     async with connection.transaction():
-        await execute(connection, BEGIN_MOVE)
+        await connection.execute(BEGIN_MOVE.sql, timeout=bound)
         await connection.execute(
-            f"SET LOCAL statement_timeout = 0; SET LOCAL maintenance_work_mem = '{int(memory_mb)}MB'"
+            f"SET LOCAL statement_timeout = {int(bound * 1000)}; SET LOCAL maintenance_work_mem = '{int(memory_mb)}MB'",
+            timeout=bound,
         )
         # Before any queued row is claimed: a forget waiting for the index's table then holds none of them.
-        await connection.execute(DROP_HNSW)
-        while claimed := await fetch(connection, plan_claim(n=REBUILD_STEP, least=REBUILD_STEP, held=0, workers=1)):
-            ids, models = [row["item_id"] for row in claimed], [row["model"] for row in claimed]
-            moved += int(await fetchval(connection, plan_move(ids, models)))
-        await connection.execute(definition)
+        await connection.execute(DROP_HNSW, timeout=bound)
+        while claimed := await connection.fetch(claim.sql, *claim.args, timeout=bound):
+            move = plan_move([row["item_id"] for row in claimed], [row["model"] for row in claimed])
+            moved += int(await connection.fetchval(move.sql, *move.args, timeout=bound))
+        await connection.execute(definition, timeout=bound)
     return moved
 
 

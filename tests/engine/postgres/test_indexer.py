@@ -452,3 +452,19 @@ async def test_a_rebuild_leaves_rows_another_indexer_holds_and_they_are_moved_af
     assert await bulk.vector_backlog() == 10
     await bulk.finish_indexing()
     assert await bulk.vector_backlog() == 0 and await indexed_count(bulk) == 40
+
+
+async def test_a_rebuild_outlasts_the_pooled_connections_timeouts(bulk: PostgresEngine, database_url: str) -> None:
+    """Building the graph of a large backlog takes longer than a pooled statement may (15 s): the rebuild
+    sets its own bounds. Here a connection whose statements may take 100 ms server side, 200 ms client
+    side; moving and indexing 6,000 vectors takes longer."""
+    for start in range(0, 6_000, 100):
+        await bulk.store_many([learning(f"timed note {n}") for n in range(start, start + 100)])
+    connection = await asyncpg.connect(database_url, command_timeout=0.2, server_settings={"statement_timeout": "100"})
+    try:
+        with pytest.raises((asyncpg.QueryCanceledError, TimeoutError)):
+            await connection.execute("SELECT count(*) FROM engram_vector_backlog a, engram_vector_backlog b")
+        assert await rebuild_index(connection, memory_mb=64) == 6_000
+    finally:
+        await connection.close()
+    assert await bulk.vector_backlog() == 0 and await indexed_count(bulk) == 6_000

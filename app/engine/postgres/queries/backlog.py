@@ -35,18 +35,23 @@ BEGIN_MOVE = Statement(f"{INDEXER_LOCK_ORDER}; {MOVE_COMMITS_ASYNC}")
 # How many: at most :n, and no more than a worker's share of what its indexer's workers do not
 # hold yet (:held of the queue, :workers of them), but at least :least. So the last vectors of a
 # burst are split among the workers instead of left to one while the others idle (indexer.Share).
-CLAIM_BACKLOG = """
+_CLAIM = """
     WITH oldest AS (
         SELECT b.item_id, b.model FROM engram_vector_backlog b
         ORDER BY b.queued
-        LIMIT CAST(greatest(:least, least(:n, ceil(
-            ((SELECT count(*) FROM engram_vector_backlog) - :held) / CAST(:workers AS numeric)
-        ))) AS bigint)
+        LIMIT {limit}
         FOR UPDATE SKIP LOCKED
     )
     SELECT o.item_id, o.model FROM oldest o JOIN engram_items i ON i.id = o.item_id
     FOR KEY SHARE OF i SKIP LOCKED
 """
+CLAIM_BACKLOG = _CLAIM.format(
+    limit="""CAST(greatest(:least, least(:n, ceil(
+            ((SELECT count(*) FROM engram_vector_backlog) - :held) / CAST(:workers AS numeric)
+        ))) AS bigint)"""
+)
+# The same claim of :n at most, for one indexer alone (a rebuild): no share to count the queue for.
+CLAIM_OLDEST = _CLAIM.format(limit=":n")
 
 # The keys an item's sketch is filed under (migration 0010; filters.tag_posting_key, filters.lineage_posting_key):
 # each of its tags and each key of its namespace's lineage, prefixed so a tag never reads as a
@@ -82,6 +87,11 @@ def plan_claim(*, n: int, least: int, held: int, workers: int) -> Statement:
     """Claim the oldest free queued vectors: at most ``n``, a worker's share of what the indexer's
     ``workers`` do not hold (``held``) yet, at least ``least``; rows of (item_id, model)."""
     return Statement.bind(CLAIM_BACKLOG, {"n": n, "least": least, "held": held, "workers": workers})
+
+
+def plan_claim_oldest(n: int) -> Statement:
+    """Claim the oldest ``n`` free queued vectors at most; rows of (item_id, model)."""
+    return Statement.bind(CLAIM_OLDEST, {"n": n})
 
 
 def plan_move(ids: Sequence[str], models: Sequence[str]) -> Statement:
