@@ -32,9 +32,10 @@ from bench.engram_http import EngramHttp, http_session
 from bench.equal_recall import LADDER, QUICK_LADDER, equal_recall_case
 from bench.importing import import_case
 from bench.langgraph_store import LangGraphStore, open_store
+from bench.memory import resident
 from bench.proposals import measure_proposals
 from bench.rawsql import RawSql
-from bench.server import Database, embedded_postgres, engram_serve
+from bench.server import Database, embedded_postgres, engram_migrate, engram_process
 from bench.stats import Probe, measure, measure_in_blocks, measure_paired, summary, timed
 from bench.truth import ExactNeighbours, recall_at_10
 
@@ -386,13 +387,14 @@ async def quality(
     exact_ms: list[float] = []
     exact: dict[str, list[list[str]]] = {}
     for variant in VARIANTS:
-        truths: list[list[str]] = []
         totals: list[int] = []
-        for vector, tag, subtree in zip(vectors, queries.tags, queries.subtrees, strict=True):
-            request_filter = Filter.model_validate(wire_filter(variant, tag, subtree))
-            elapsed, truth = await timed(lambda f=request_filter, v=vector: truth_db.nearest(v, f))
-            exact_ms.append(elapsed)
-            truths.append(truth)
+        filters = [
+            Filter.model_validate(wire_filter(variant, tag, subtree))
+            for tag, subtree in zip(queries.tags, queries.subtrees, strict=True)
+        ]
+        elapsed, truths = await timed(lambda f=filters: truth_db.nearest_many(vectors, f))
+        exact_ms += [elapsed / len(filters)] * len(filters)  # ranked a block at a time: the mean a query
+        for request_filter, tag, subtree in zip(filters, queries.tags, queries.subtrees, strict=True):
             key = f"{variant}:{tag if variant == 'tag' else subtree if variant == 'subtree' else ''}"
             if key not in matched:
                 matched[key] = await truth_db.count(request_filter)
@@ -600,9 +602,13 @@ async def measured_run(
             # Engram and its raw-SQL floor share a database (each writes half the corpus, see
             # Ingesting.share); LangGraph has its own.
             urls = {name: database.create(name) for name in ("engram", "langgraph")}
-            with engram_serve(urls["engram"], work, embedder_setting) as base:
-                say(f"engram serve is up at {base} (its database on the embedded server, shared with raw SQL)")
-                async with http_session(base) as session:
+            engram_migrate(urls["engram"], work, embedder_setting)
+            with engram_process(urls["engram"], work, embedder_setting) as served:
+                say(
+                    f"engram serve is up at {served.base_url} "
+                    "(its database on the embedded server, shared with raw SQL)"
+                )
+                async with http_session(served.base_url) as session:
                     http = EngramHttp(session)
                     raw_conn = await rawsql.connect(urls["engram"])
                     raw_second = await rawsql.connect(urls["engram"])
@@ -697,6 +703,8 @@ async def measured_run(
                             clock.lap("statement shapes")
                         profile = await plans(raw, embedder, queries)
                         clock.lap("plans")
+                        # The server holds LangGraph's database too: its memory is all three systems'.
+                        result["memory"] = resident(served.process.pid, database.server.pgdata)
                         result["phases_s"] = clock.phases
                         result["duration_s"] = round(time.perf_counter() - started, 1)
                         result["machine"]["load_average_end"] = [round(x, 2) for x in os.getloadavg()]

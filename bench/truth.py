@@ -5,9 +5,16 @@ for 600 questions; here the vectors are read once (~3 s) and a ranking takes ~16
 the same answers in the same order (180 questions at 100k, 2026-12-01). Which items a
 filter admits is still the engine's filter SQL, asked once per distinct filter. Ties rank
 by ``seq``, as the engine's statements rank them.
+
+At 1M the vectors are 1 GB of float32: they are read through a cursor a step at a time (never
+a million rows of Python objects at once), and queries are ranked a block at a time, one
+matrix product over every vector for the block (a product per query reads the whole 1 GB for
+each, memory-bound; a block reads it once).
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import asyncpg
 import numpy as np
@@ -26,6 +33,10 @@ VECTORS = """
     WHERE e.model = $1
     ORDER BY seq
 """
+# Rows read per step of the cursor, and queries ranked per matrix product (a block's scores over
+# 1M vectors are BLOCK x 4 MB).
+LOAD_STEP = 50_000
+BLOCK = 32
 
 
 class ExactNeighbours:
@@ -40,11 +51,19 @@ class ExactNeighbours:
     async def load(cls, connection: asyncpg.Connection, model: str) -> ExactNeighbours:
         """Every vector of ``model`` in ``connection``'s database (which gets pgvector's binary codec)."""
         await register_vector(connection)
-        rows = await connection.fetch(VECTORS, model)
-        vectors = np.array([row["embedding"].to_numpy() for row in rows], dtype=np.float32)
-        unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
-        seqs = np.array([row["seq"] for row in rows], dtype=np.int64)
-        return cls(connection, [row["id"] for row in rows], seqs, unit)
+        ids: list[str] = []
+        seqs: list[int] = []
+        chunks: list[np.ndarray] = []
+        async with connection.transaction():
+            cursor = await connection.cursor(VECTORS, model)
+            while rows := await cursor.fetch(LOAD_STEP):
+                ids += [row["id"] for row in rows]
+                seqs += [row["seq"] for row in rows]
+                chunks.append(np.array([row["embedding"].to_numpy() for row in rows], dtype=np.float32))
+        unit = np.concatenate(chunks) if chunks else np.zeros((0, 1), dtype=np.float32)
+        del chunks
+        unit /= np.sqrt(np.einsum("ij,ij->i", unit, unit))[:, None]  # in place: no second 1 GB
+        return cls(connection, ids, np.array(seqs, dtype=np.int64), unit)
 
     async def admitted(self, request_filter: Filter) -> np.ndarray:
         """Row positions of the items the filter admits, by the engine's own filter SQL (cached)."""
@@ -59,10 +78,25 @@ class ExactNeighbours:
 
     async def nearest(self, vector: np.ndarray, request_filter: Filter, k: int = 10) -> list[str]:
         """The ``k`` admitted items nearest ``vector`` by cosine distance; ties by ``seq``."""
+        return (await self.nearest_many([vector], [request_filter], k))[0]
+
+    async def nearest_many(
+        self, vectors: Sequence[np.ndarray], filters: Sequence[Filter], k: int = 10
+    ) -> list[list[str]]:
+        """``nearest`` of each vector with its filter, ``BLOCK`` queries to a matrix product."""
+        queries = np.asarray(vectors, dtype=np.float32).reshape(len(vectors), -1)
+        queries = queries / np.linalg.norm(queries, axis=1, keepdims=True)
+        found: list[list[str]] = []
+        for start in range(0, len(queries), BLOCK):
+            similarity = queries[start : start + BLOCK] @ self._unit.T  # one row of every vector per query
+            for row, request_filter in zip(similarity, filters[start : start + BLOCK], strict=True):
+                found.append(await self._best(1.0 - row, request_filter, k))
+        return found
+
+    async def _best(self, distance_to_all: np.ndarray, request_filter: Filter, k: int) -> list[str]:
         rows = await self.admitted(request_filter)
-        query = np.asarray(vector, dtype=np.float32)
         # Every distance, then the admitted ones: cheaper than copying the admitted rows out first.
-        distance = (1.0 - self._unit @ (query / np.linalg.norm(query)))[rows]
+        distance = distance_to_all[rows]
         near = np.arange(len(rows))
         if len(rows) > k:  # only what is as near as the k-th can be in the top k, ties included
             near = np.flatnonzero(distance <= np.partition(distance, k - 1)[k - 1])
