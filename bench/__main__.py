@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import quiet_logging, runs
+from bench.loads import IMPORT_FROM, LOADS
 from bench.report import default_embedder
 
 HERE = Path(__file__).resolve().parent
@@ -44,6 +45,14 @@ def main(argv: list[str] | None = None) -> int:
         help=f"a smoke run: N = {QUICK_N}, {QUICK_QUERIES} queries, {QUICK_EMBEDDER}, no statement shapes; its report "
         "goes beside its JSON in runs/, RESULTS.md is left alone",
     )
+    parser.add_argument(
+        "--load",
+        choices=LOADS,
+        help="how each size's store is filled: ingest (Engram, its raw-SQL floor and LangGraph, batch by batch in "
+        "turn: the comparisons) or import (the corpus as an export dump read by `engram import FILE`, Engram alone: "
+        f"the absolute targets; minutes instead of hours at 1M); default import from N = {IMPORT_FROM:,}, "
+        "ingest below. See docs/benchmarks.md",
+    )
     parser.add_argument("--report-only", action="store_true", help="measure nothing: redraw RESULTS.md")
     args = parser.parse_args(argv)
     quiet_logging()
@@ -63,7 +72,9 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _interrupt)
     command = ("python -m bench " + shlex.join(sys.argv[1:] if argv is None else argv)).strip()
     path, results = asyncio.run(
-        measure_sizes(sorted(sizes), queries, args.seed, embedder, args.out / runs.RUNS, command, quick=args.quick)
+        measure_sizes(
+            sorted(sizes), queries, args.seed, embedder, args.out / runs.RUNS, command, quick=args.quick, load=args.load
+        )
     )
     say(f"wrote {path}")
     if args.quick:
@@ -80,11 +91,21 @@ def _interrupt(signum: int, frame: Any) -> None:
 
 
 async def measure_sizes(
-    sizes: list[int], queries: int, seed: int, embedder: str, runs_dir: Path, command: str, *, quick: bool
+    sizes: list[int],
+    queries: int,
+    seed: int,
+    embedder: str,
+    runs_dir: Path,
+    command: str,
+    *,
+    quick: bool,
+    load: str | None = None,
 ) -> tuple[Path, list[dict[str, Any]]]:
-    """Each size measured in turn, its service kept up; then each size beside the one ten times
-    larger, asked in turn (run.growth_cases), into the larger one's results. The run's one file is
-    written as each size ends, and again with the growth."""
+    """Each size measured in turn, its service kept up, its store filled as ``load`` says (loads.load_for);
+    then each size beside the one ten times larger, asked in turn (run.growth_cases), into the larger
+    one's results. The run's one file is written as each size ends, and again with the growth."""
+    from bench.bulk import imported_run
+    from bench.loads import load_for
     from bench.run import growth_cases, measured_run, say, utc_stamp
 
     started_at = utc_stamp()
@@ -95,7 +116,8 @@ async def measure_sizes(
         stands = {}
         by_size = {}
         for n in sizes:
-            result, plans, stands[n] = await kept.enter_async_context(measured_run(n, queries, seed, embedder, quick))
+            run = imported_run if load_for(n, load) == "import" else measured_run
+            result, plans, stands[n] = await kept.enter_async_context(run(n, queries, seed, embedder, quick))
             result["command"] = command
             result["plans"] = plans
             results.append(result)

@@ -13,11 +13,16 @@ from __future__ import annotations
 import asyncio
 import re
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import orjson
+
+from app.contract.transfer import Checksum, item_line
 from app.engine.postgres.indexer import index_everything
 from bench import rawsql
+from bench.corpus import CorpusItem
 from bench.engram_http import EngramHttp
 from bench.server import ENGRAM_BIN, Database, engram_env, engram_migrate
 
@@ -34,6 +39,21 @@ async def import_case(http: EngramHttp, database: Database, work: Path, embedder
     exported_s = time.perf_counter() - started
     url = database.create(IMPORTED)
     await asyncio.to_thread(engram_migrate, url, work, embedder)  # the schema, as the ingest's service had it
+    imported = await engram_import(dump, url, work, embedder, items)
+    database.server.psql(f"DROP DATABASE {IMPORTED};")
+    dump.unlink()
+    return {
+        **imported,
+        "dump_mb": round(size / 2**20, 1),
+        "export_s": round(exported_s, 3),
+        "export_rate": round(items / exported_s, 1),
+        "command": "engram import FILE (a dump of POST /v1/export with include_vectors)",
+    }
+
+
+async def engram_import(dump: Path, url: str, work: Path, embedder: str, items: int) -> dict[str, Any]:
+    """``engram import dump`` into the migrated database at ``url``, in a process of its own, as an operator
+    runs it; timed from its start until its ``items`` vectors are all in the HNSW index."""
     started = time.perf_counter()
     process = await asyncio.create_subprocess_exec(
         str(ENGRAM_BIN),
@@ -60,15 +80,23 @@ async def import_case(http: EngramHttp, database: Database, work: Path, embedder
         await connection.close()
     if indexed != items:
         raise RuntimeError(f"{indexed} of {items} imported vectors are in the index")
-    database.server.psql(f"DROP DATABASE {IMPORTED};")
-    dump.unlink()
     return {
         "items": stored,
         "seconds": round(seconds, 3),
         "acknowledged_s": round(acknowledged_s, 3),
         "rate": round(stored / seconds, 1),
-        "dump_mb": round(size / 2**20, 1),
-        "export_s": round(exported_s, 3),
-        "export_rate": round(items / exported_s, 1),
-        "command": "engram import FILE (a dump of POST /v1/export with include_vectors)",
     }
+
+
+def corpus_dump(corpus: Sequence[CorpusItem], path: Path) -> int:
+    """``corpus`` as a dump in the export format (app/contract/transfer.py): each item as the service
+    stores it, without vectors (the importing service embeds them), then the trailer; the bytes written."""
+    checksum = Checksum()
+    written = 0
+    with path.open("wb") as out:
+        for item in corpus:
+            line = item_line(item.id, orjson.loads(item.row["item"]), None, None)
+            checksum.add(line)
+            written += out.write(line)
+        written += out.write(checksum.trailer())
+    return written
