@@ -14,8 +14,6 @@ exact ranking, the other operations; and the resident memory of the service and 
 from __future__ import annotations
 
 import asyncio
-import os
-import random
 import tempfile
 import time
 from collections.abc import AsyncIterator
@@ -26,15 +24,15 @@ from typing import Any
 from app.embeddings.registry import build_embedder
 from app.settings import Settings
 from bench import rawsql
-from bench.corpus import build_corpus, build_queries
 from bench.engram_http import EngramHttp, http_session
 from bench.importing import corpus_dump, engram_import
-from bench.memory import resident
 from bench.rawsql import RawSql
 from bench.run import (
     PAGE,
     Clock,
     Stand,
+    drawn,
+    ended,
     engram_suite,
     fetch_cases,
     machine_facts,
@@ -58,9 +56,7 @@ async def imported_run(
     started = time.perf_counter()
     clock = Clock()
     say(f"N={n}: building the corpus (seed {seed}); loaded by engram import, Engram alone")
-    corpus = build_corpus(n, seed)
-    queries = build_queries(query_count, seed + 100)
-    rng = random.Random(seed + 200)
+    corpus, queries, rng = drawn(n, query_count, seed)
     embedder = build_embedder(Settings(embedder=embedder_setting))
     encoder = getattr(embedder, "inner", embedder)
     result: dict[str, Any] = {
@@ -135,15 +131,7 @@ async def imported_run(
                         clock.lap("exact truth")
                         profile = await plans(RawSql(custom, generic, embedder), embedder, queries)
                         clock.lap("plans")
-                        result["memory"] = resident(served.process.pid, database.server.pgdata)
-                        say(
-                            f"resident memory: service {result['memory']['service_rss_mib']:.0f} MiB, PostgreSQL "
-                            f"{result['memory']['postgres_pss_mib']:.0f} MiB (PSS over its processes)"
-                        )
-                        result["phases_s"] = clock.phases
-                        result["duration_s"] = round(time.perf_counter() - started, 1)
-                        result["machine"]["load_average_end"] = [round(x, 2) for x in os.getloadavg()]
-                        say(f"N={n}: done in {result['duration_s']:.0f} s")
+                        ended(result, clock, started, served, database)
                         yield result, profile, Stand(n, http, corpus, queries)
                     finally:
                         for connection in (*custom, *generic, exact_conn):

@@ -6,6 +6,9 @@ The dump is what an operator moving a store would make (``POST /v1/export`` with
 and embeds nothing. The import runs as an operator runs it, ``engram import FILE`` in a process of
 its own, with the machine otherwise idle (the service and the baselines wait); the database is
 dropped afterwards, so the fetch cases that follow read what they read without it.
+
+``corpus_dump`` and ``engram_import`` are also how a size loaded by import fills its store
+(bench/bulk.py): the corpus written in the same format without vectors, and the same command.
 """
 
 from __future__ import annotations

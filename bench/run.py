@@ -35,7 +35,7 @@ from bench.langgraph_store import LangGraphStore, open_store
 from bench.memory import resident
 from bench.proposals import measure_proposals
 from bench.rawsql import RawSql
-from bench.server import Database, embedded_postgres, engram_migrate, engram_process
+from bench.server import Database, Served, embedded_postgres, engram_migrate, engram_process
 from bench.stats import Probe, measure, measure_in_blocks, measure_paired, summary, timed
 from bench.truth import ExactNeighbours, recall_at_10
 
@@ -534,6 +534,19 @@ class Clock:
         return {phase: round(seconds, 1) for phase, seconds in self._seconds.items()}
 
 
+def ended(result: dict[str, Any], clock: Clock, started: float, served: Served, database: Database) -> None:
+    """A size's last figures: the resident memory of its service and of PostgreSQL (bench/memory.py) once
+    every case has run, where its time went, and the machine's load at the end."""
+    memory = result["memory"] = resident(served.process.pid, database.server.pgdata)
+    result["phases_s"] = clock.phases
+    result["duration_s"] = round(time.perf_counter() - started, 1)
+    result["machine"]["load_average_end"] = [round(x, 2) for x in os.getloadavg()]
+    say(
+        f"N={result['n']}: done in {result['duration_s']:.0f} s; resident memory: service "
+        f"{memory['service_rss_mib']:.0f} MiB, PostgreSQL {memory['postgres_pss_mib']:.0f} MiB (PSS over its processes)"
+    )
+
+
 @dataclass(frozen=True)
 class Stand:
     """A measured run's service, still live: the growth cases ask it and a larger one in turn."""
@@ -542,6 +555,11 @@ class Stand:
     http: EngramHttp
     corpus: list[CorpusItem]
     queries: QuerySet
+
+
+def drawn(n: int, query_count: int, seed: int) -> tuple[list[CorpusItem], QuerySet, random.Random]:
+    """A size's corpus, its queries, and the draw of the ids a get asks for: the same for the same seed."""
+    return build_corpus(n, seed), build_queries(query_count, seed + 100), random.Random(seed + 200)
 
 
 @asynccontextmanager
@@ -560,9 +578,7 @@ async def measured_run(
     started = time.perf_counter()
     clock = Clock()
     say(f"N={n}: building the corpus (seed {seed})")
-    corpus = build_corpus(n, seed)
-    queries = build_queries(query_count, seed + 100)
-    rng = random.Random(seed + 200)
+    corpus, queries, rng = drawn(n, query_count, seed)
     settings = Settings(embedder=embedder_setting)
     embedder = build_embedder(settings)
     langgraph_embedder = build_embedder(settings)
@@ -704,11 +720,7 @@ async def measured_run(
                         profile = await plans(raw, embedder, queries)
                         clock.lap("plans")
                         # The server holds LangGraph's database too: its memory is all three systems'.
-                        result["memory"] = resident(served.process.pid, database.server.pgdata)
-                        result["phases_s"] = clock.phases
-                        result["duration_s"] = round(time.perf_counter() - started, 1)
-                        result["machine"]["load_average_end"] = [round(x, 2) for x in os.getloadavg()]
-                        say(f"N={n}: done in {result['duration_s']:.0f} s")
+                        ended(result, clock, started, served, database)
                         yield result, profile, Stand(n, http, corpus, queries)
                     finally:
                         await raw_conn.close()
