@@ -167,7 +167,7 @@ def targets(run: dict[str, Any], runs: list[dict[str, Any]]) -> list[tuple[str, 
         rows.append(
             ("the whole run at 1M (not a target; docs/benchmarks.md expects ~90 min)", f"{minutes:.1f} min", None)
         )
-    elif run["n"] >= 100_000:
+    elif run["n"] >= 100_000 and not loaded:  # the bound is on the run of all three systems
         rows.append(("the whole run at 100k within 20 minutes", f"{minutes:.1f} min", minutes <= 20))
     memory = run.get("memory")
     if memory:
