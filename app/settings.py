@@ -113,6 +113,9 @@ class Settings(BaseSettings):
     # Background workers moving queued vectors into the HNSW index, a database connection (and, while
     # there is a backlog, a core) each: docs/tuning.md#vector-indexers.
     vector_indexers: int = Field(default=IndexerOptions.workers, ge=1)
+    # Memory (maintenance_work_mem) of the HNSW build a large `engram import` ends with; a graph that
+    # outgrows it is built on disk, slower: docs/tuning.md#bulk-index-build.
+    index_build_memory_mb: int = Field(default=IndexerOptions.build_memory_mb, ge=64)
     # Seconds a forget can be undone (POST /v1/restore with its receipt); 0: a forget is final.
     forget_undo_window_s: float = Field(default=UndoOptions.window_s, ge=0)
 
@@ -277,7 +280,11 @@ class Settings(BaseSettings):
                 ef_search_filtered=self.hnsw_ef_search_filtered,
                 iterative_scan=self.hnsw_iterative_scan,
             ),
-            indexer=IndexerOptions(backlog_limit=self.vector_backlog_limit, workers=self.vector_indexers),
+            indexer=IndexerOptions(
+                backlog_limit=self.vector_backlog_limit,
+                workers=self.vector_indexers,
+                build_memory_mb=self.index_build_memory_mb,
+            ),
             undo=UndoOptions(window_s=self.forget_undo_window_s),
             replica=ReplicaOptions(wait_ms=self.read_replica_wait_ms),
         )

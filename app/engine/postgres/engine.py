@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import secrets
 from contextlib import AbstractAsyncContextManager
 from datetime import datetime
@@ -103,6 +104,8 @@ from app.engine.reranking import Reranker
 from app.telemetry.metrics import ITEMS_FORGOTTEN, ITEMS_STORED
 
 # The first start claims the database for this embedder and makes the cursor secret.
+logger = logging.getLogger("engram")
+
 CLAIM_SETTINGS = (
     "INSERT INTO engram_settings (key, value) VALUES ('embedder', $1), ('cursor_secret', $2) "
     "ON CONFLICT (key) DO NOTHING"
@@ -285,7 +288,14 @@ class PostgresEngine:
         with database_errors():
             async with self.connection() as connection:
                 if await worth_rebuilding(connection, least=options.rebuild_least):
-                    await rebuild_index(connection, memory_mb=options.build_memory_mb)
+                    try:
+                        await rebuild_index(connection, memory_mb=options.build_memory_mb)
+                    except asyncpg.PostgresError as error:  # e.g. no shared memory for a parallel build
+                        logger.warning(
+                            "vector index: building it afresh failed (%s, SQLSTATE %s); indexing vector by vector",
+                            type(error).__name__,
+                            error.sqlstate,
+                        )
                 await index_everything(connection)  # what others held meanwhile, or queued since
 
     async def vector_backlog(self) -> int:

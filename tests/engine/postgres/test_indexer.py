@@ -24,14 +24,13 @@ from tests.engine.postgres.support import count_rows, failing_insert, learning
 from tests.support.engines import truncate
 
 
-async def quiet_engine(database_url: str, embedder: Any, backlog_limit: int) -> AsyncIterator[PostgresEngine]:
+async def quiet_engine(
+    database_url: str, embedder: Any, backlog_limit: int, *, indexer: IndexerOptions | None = None
+) -> AsyncIterator[PostgresEngine]:
     """An engine without a background indexer, on an empty store, and no other engine's indexer about
     (not the ``pg_engine`` fixture's): what is queued stays queued until a test or a write moves it."""
-    engine = await PostgresEngine.connect(
-        database_url,
-        embedder,
-        options=EngineOptions(indexer=IndexerOptions(backlog_limit=backlog_limit, background=False)),
-    )
+    indexer = indexer or IndexerOptions(backlog_limit=backlog_limit, background=False)
+    engine = await PostgresEngine.connect(database_url, embedder, options=EngineOptions(indexer=indexer))
     await truncate(engine)
     yield engine
     await engine.close()
@@ -374,11 +373,10 @@ async def test_the_worker_that_empties_the_backlog_vacuums_it(unindexed: Postgre
 async def bulk(database_url: str, embedder: Any) -> AsyncIterator[PostgresEngine]:
     """Vectors stay queued (as ``engram import`` leaves them), however far past the backlog limit; a
     backlog of any length that would at least double the index is moved by building the index afresh."""
-    indexer = IndexerOptions(rebuild_least=1, backlog_limit=5).deferred()
-    engine = await PostgresEngine.connect(database_url, embedder, options=EngineOptions(indexer=indexer))
-    await truncate(engine)
-    yield engine
-    await engine.close()
+    async for engine in quiet_engine(
+        database_url, embedder, 5, indexer=IndexerOptions(rebuild_least=1, backlog_limit=5).deferred()
+    ):
+        yield engine
 
 
 async def the_index(engine: PostgresEngine) -> tuple[int, str]:
@@ -468,3 +466,20 @@ async def test_a_rebuild_outlasts_the_pooled_connections_timeouts(bulk: Postgres
     finally:
         await connection.close()
     assert await bulk.vector_backlog() == 0 and await indexed_count(bulk) == 6_000
+
+
+async def test_a_rebuild_that_fails_is_undone_and_the_backlog_indexed_vector_by_vector(
+    database_url: str, embedder: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A build PostgreSQL refuses (here a build memory it does not take; in a container, too little
+    shared memory for a parallel build): the old index stays, and every vector is still indexed."""
+    indexer = IndexerOptions(rebuild_least=1, build_memory_mb=0).deferred()
+    async for engine in quiet_engine(database_url, embedder, 500, indexer=indexer):
+        before = await the_index(engine)
+        await engine.store_many([learning(f"refused build note {n}") for n in range(30)])
+        with caplog.at_level(logging.WARNING, logger="engram"):
+            await engine.finish_indexing()
+        assert await the_index(engine) == before
+        assert await engine.vector_backlog() == 0 and await indexed_count(engine) == 30
+        (warning,) = [r.getMessage() for r in caplog.records if "building it afresh failed" in r.getMessage()]
+        assert "SQLSTATE 22023" in warning and "maintenance_work_mem" not in warning
