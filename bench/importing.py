@@ -24,6 +24,7 @@ import orjson
 
 from app.contract.transfer import Checksum, item_line
 from app.engine.postgres.indexer import index_everything
+from app.engine.postgres.options import IndexerOptions
 from bench import rawsql
 from bench.corpus import CorpusItem
 from bench.engram_http import EngramHttp
@@ -54,6 +55,17 @@ async def import_case(http: EngramHttp, database: Database, work: Path, embedder
     }
 
 
+# What an HNSW graph takes in memory a vector while pgvector builds it (256-dimension halfvec, m 16:
+# it no longer fit 8 MB after 6,838 vectors), with room to spare.
+GRAPH_BYTES = 1_300
+
+
+def build_memory_mb(items: int) -> int:
+    """ENGRAM_INDEX_BUILD_MEMORY_MB for an import of ``items``, as docs/self-hosting.md advises an operator:
+    the whole graph in memory, never below the default."""
+    return max(IndexerOptions.build_memory_mb, -(-items * GRAPH_BYTES // 2**20))
+
+
 async def engram_import(dump: Path, url: str, work: Path, embedder: str, items: int) -> dict[str, Any]:
     """``engram import dump`` into the migrated database at ``url``, in a process of its own, as an operator
     runs it; timed from its start until its ``items`` vectors are all in the HNSW index."""
@@ -62,7 +74,10 @@ async def engram_import(dump: Path, url: str, work: Path, embedder: str, items: 
         str(ENGRAM_BIN),
         "import",
         str(dump),
-        env=engram_env(url, work / "engram-data", embedder),
+        env={
+            **engram_env(url, work / "engram-data", embedder),
+            "ENGRAM_INDEX_BUILD_MEMORY_MB": str(build_memory_mb(items)),
+        },
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )

@@ -18,7 +18,7 @@ from app.engine.postgres.engine import PostgresEngine
 from bench import loads, rawsql, truth
 from bench.__main__ import main
 from bench.corpus import build_corpus, build_queries
-from bench.importing import corpus_dump
+from bench.importing import build_memory_mb, corpus_dump
 from bench.loads import IMPORT_FROM, load_for
 from bench.report import growth_ratios, table_for, targets
 from bench.truth import ExactNeighbours
@@ -201,3 +201,8 @@ async def test_a_size_ingested_and_one_ten_times_larger_imported_are_asked_in_tu
     rows = {t: (m, ok) for t, m, ok in targets(large, results)}
     measured, _ = rows["every p50 grows ≤ 2× from 200"]
     assert "asked in turn" in measured
+
+
+def test_an_import_is_given_the_memory_to_build_its_whole_graph_never_below_the_default() -> None:
+    assert build_memory_mb(100_000) == 1_024
+    assert build_memory_mb(1_000_000) == 1_240
