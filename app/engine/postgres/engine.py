@@ -57,7 +57,7 @@ from app.engine.keywords import KeywordQuery
 from app.engine.postgres.errors import classify, database_errors
 from app.engine.postgres.facets import FacetFolder
 from app.engine.postgres.filters import filter_predicate
-from app.engine.postgres.indexer import VectorIndexer, backlog_size, index_everything
+from app.engine.postgres.indexer import COUNT_EVERY, BacklogCount, VectorIndexer, backlog_size, index_everything
 from app.engine.postgres.keys import PostgresKeys
 from app.engine.postgres.options import EngineOptions
 from app.engine.postgres.pool import Pools, PoolUsage, execute, fetch, fetchval
@@ -68,22 +68,19 @@ from app.engine.postgres.queries.statement import Statement
 from app.engine.postgres.queries.sweeps import SWEEP_BATCH, plan_sweep_expired, plan_sweep_forgotten
 from app.engine.postgres.queries.transfer import plan_export
 from app.engine.postgres.queries.writes import (
+    UNVECTORED,
     ItemRow,
     Keep,
-    plan_drop_expired,
     plan_drop_receipt,
     plan_erase_kept,
     plan_erase_kept_filter,
     plan_forget_filter,
     plan_forget_ids,
-    plan_held,
-    plan_insert,
     plan_kept,
-    plan_lock_ids,
     plan_preview_filter,
     plan_preview_ids,
-    plan_queue_vectors,
-    plan_thread_latest,
+    plan_prior,
+    plan_write,
 )
 from app.engine.postgres.ranking import Rankings
 from app.engine.postgres.replica import ReadRouter
@@ -147,6 +144,7 @@ class PostgresEngine:
             self.connection, plan_sweep_expired, batch=SWEEP_BATCH, every_s=retention.sweep_every_s, name="retention"
         )
         self._backlog_limit = self._options.indexer.backlog_limit
+        self._backlog_count = BacklogCount(COUNT_EVERY)
         self._rankings = Rankings(
             model=embedder.name, dimension=embedder.dimension, ts_config=text_search_config, options=self._options
         )
@@ -339,28 +337,37 @@ class PostgresEngine:
         positions = list(first.values())
         threads = [thread_of(checked[p]) for p in positions]
         with database_errors():
-            async with self.connection() as connection:
-                held = await self._held(connection, list(first))
-                latest = await self._thread_latest(connection, threads)
+            async with self.connection(generic_plan=True) as connection:
+                held, latest = await self._prior(connection, list(first), threads)
         embedded = dict(zip(positions, texts_to_embed([texts[p] for p in positions], threads, latest), strict=True))
         given = given or {}
         new = [p for p in positions if rows[p].id not in held]
         vectors = {p: given[p] for p in new if p in given}
         vectors |= await self._vectors({p: embedded[p] for p in new if p not in given})
+        written = [rows[p] for p in positions]
+
+        def by_id(at: dict[int, np.ndarray]) -> dict[str, np.ndarray]:
+            return {rows[p].id: vector for p, vector in at.items()}
+
+        count_backlog = self._backlog_count.due(len(new))
         with database_errors():
             async with self.connection() as connection:
-                async with connection.transaction():
-                    inserted = await self._insert(connection, [rows[p] for p in positions])
-                    # Held a moment ago and forgotten since: new again, so embedded now.
-                    late = {first[i]: embedded[first[i]] for i in inserted if first[i] not in vectors}
-                    vectors |= await self._vectors(late)
-                    backlog = await self._queue_vectors(connection, {i: vectors[first[i]] for i in inserted})
+                try:
+                    inserted, backlog = await self._insert(connection, written, by_id(vectors), count_backlog)
+                except asyncpg.PostgresError as error:
+                    if error.sqlstate != UNVECTORED:
+                        raise
+                    # Held a moment ago and forgotten since: new again, so embedded now, and written again.
+                    late = [p for p in positions if p not in vectors]
+                    vectors |= {p: given[p] for p in late if p in given}
+                    vectors |= await self._vectors({p: embedded[p] for p in late if p not in given})
+                    inserted, backlog = await self._insert(connection, written, by_id(vectors), count_backlog)
                 await self._reads.written(connection)
         self._facets.wrote(len(inserted))
         ITEMS_STORED.inc(len(inserted))
-        if backlog:
+        if inserted:
             self._indexer.wake()
-        if backlog > self._backlog_limit:
+        if backlog is not None and backlog > self._backlog_limit:
             await self._indexer.catch_up(to=self._backlog_limit)
         seen: set[str] = set()
         receipts = []
@@ -379,33 +386,26 @@ class PostgresEngine:
         return {position: made[text] for position, text in texts.items()}
 
     @staticmethod
-    async def _held(connection: asyncpg.Connection, ids: list[str]) -> set[str]:
-        return {row["id"] for row in await fetch(connection, plan_held(ids))}
-
-    @staticmethod
-    async def _thread_latest(
-        connection: asyncpg.Connection, threads: list[ThreadKey | None]
-    ) -> dict[ThreadKey, list[str]]:
-        """The latest stored texts (oldest first) of the threads the batch writes to."""
+    async def _prior(
+        connection: asyncpg.Connection, ids: list[str], threads: list[ThreadKey | None]
+    ) -> tuple[set[str], dict[ThreadKey, list[str]]]:
+        """Which of ``ids`` are held already, and the latest stored texts (oldest first) of the
+        threads the batch writes to: one round trip."""
         keys = list(dict.fromkeys(thread for thread in threads if thread))
-        if not keys:
-            return {}
-        rows = await fetch(connection, plan_thread_latest(keys, BEFORE_ITEMS))
-        return {(row["ns"], row["thread"]): list(row["texts"]) for row in rows}
+        rows = await fetch(connection, plan_prior(ids, keys, BEFORE_ITEMS))
+        held = {row["id"] for row in rows if row["id"] is not None}
+        latest = {(row["ns"], row["thread"]): list(row["texts"]) for row in rows if row["id"] is None}
+        return held, latest
 
-    @staticmethod
-    async def _insert(connection: asyncpg.Connection, rows: list[ItemRow]) -> set[str]:
-        """The items' rows; the ids inserted (an item already held, and not expired, is not)."""
-        ids = [row.id for row in rows]
-        await execute(connection, plan_lock_ids(ids))
-        await execute(connection, plan_drop_expired(ids))
-        return {row["id"] for row in await fetch(connection, plan_insert(rows))}
-
-    async def _queue_vectors(self, connection: asyncpg.Connection, vectors: dict[str, np.ndarray]) -> int:
-        """The vectors into the backlog; how many wait for the index now."""
-        if not vectors:
-            return 0
-        return int(await fetchval(connection, plan_queue_vectors(self._embedder.name, vectors)) or 0)
+    async def _insert(
+        self, connection: asyncpg.Connection, rows: list[ItemRow], vectors: dict[str, np.ndarray], count_backlog: bool
+    ) -> tuple[set[str], int | None]:
+        """The items' rows and the new ones' vectors by id, in one statement (WRITE_ITEMS): the ids
+        inserted (an item already held, and not expired, is not), and how many vectors wait for the
+        index when ``count_backlog``."""
+        statement = plan_write(rows, self._embedder.name, vectors, count_backlog=count_backlog)
+        (row,) = await fetch(connection, statement)
+        return set(row["inserted_ids"]), row["backlog"]
 
     async def forget(self, target: ForgetTarget) -> ForgetReport:
         target = target.checked(self._limits)

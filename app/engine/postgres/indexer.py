@@ -39,8 +39,32 @@ LEAST_SHARE = 10
 # finds it empty vacuums it: the table stays small for the searches that read it.
 # docs/tuning.md#indexer-shares-and-vacuum
 VACUUM_AFTER = 1_000
+# Vectors this process queues between two counts of the backlog (BacklogCount).
+# docs/tuning.md#one-round-trip-writes
+COUNT_EVERY = 32
 # A failing indexer retries after 1 s, then 2, 4 ... up to this, or as soon as a write commits.
 MAX_RETRY_S = 30.0
+
+
+class BacklogCount:
+    """Which writes ask how many vectors wait (a count of the backlog, which reads all of it): one
+    whenever this process has queued ``every`` vectors since the last one asked. A write that
+    finds the backlog over its limit indexes until it is not (VectorIndexer.catch_up); between
+    counts the backlog may pass the limit by what the writes in between queued.
+    docs/tuning.md#one-round-trip-writes
+    """
+
+    def __init__(self, every: int) -> None:
+        self._every = every
+        self._queued = 0
+
+    def due(self, queued: int) -> bool:
+        """Whether the write about to queue ``queued`` vectors asks."""
+        self._queued += queued
+        if self._queued < self._every:
+            return False
+        self._queued = 0
+        return True
 
 
 class Share:
