@@ -336,9 +336,7 @@ class PostgresEngine:
             first.setdefault(row.id, position)
         positions = list(first.values())
         threads = [thread_of(checked[p]) for p in positions]
-        with database_errors():
-            async with self.connection(generic_plan=True) as connection:
-                held, latest = await self._prior(connection, list(first), threads)
+        held, latest = await self._prior(list(first), threads)
         embedded = dict(zip(positions, texts_to_embed([texts[p] for p in positions], threads, latest), strict=True))
         given = given or {}
         new = [p for p in positions if rows[p].id not in held]
@@ -385,14 +383,13 @@ class PostgresEngine:
             made = dict(zip(distinct, await self._embedder.embed(distinct), strict=True))
         return {position: made[text] for position, text in texts.items()}
 
-    @staticmethod
     async def _prior(
-        connection: asyncpg.Connection, ids: list[str], threads: list[ThreadKey | None]
+        self, ids: list[str], threads: list[ThreadKey | None]
     ) -> tuple[set[str], dict[ThreadKey, list[str]]]:
         """Which of ``ids`` are held already, and the latest stored texts (oldest first) of the
         threads the batch writes to: one round trip."""
         keys = list(dict.fromkeys(thread for thread in threads if thread))
-        rows = await fetch(connection, plan_prior(ids, keys, BEFORE_ITEMS))
+        rows = await self.run(plan_prior(ids, keys, BEFORE_ITEMS))
         held = {row["id"] for row in rows if row["id"] is not None}
         latest = {(row["ns"], row["thread"]): list(row["texts"]) for row in rows if row["id"] is None}
         return held, latest
