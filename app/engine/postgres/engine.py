@@ -54,6 +54,7 @@ from app.engine.context import BEFORE_ITEMS, ThreadKey, texts_to_embed, thread_o
 from app.engine.cursors import CursorCodec, listing_position, listing_seen, scope_of
 from app.engine.grounded import GroundedAnswerer
 from app.engine.keywords import KeywordQuery
+from app.engine.postgres.combiner import StoreCombiner
 from app.engine.postgres.errors import classify, database_errors
 from app.engine.postgres.facets import FacetFolder
 from app.engine.postgres.filters import filter_predicate
@@ -145,6 +146,7 @@ class PostgresEngine:
         )
         self._backlog_limit = self._options.indexer.backlog_limit
         self._backlog_count = BacklogCount(COUNT_EVERY)
+        self._stores = StoreCombiner(self._commit_items, most=MAX_STORE_MANY)
         self._rankings = Rankings(
             model=embedder.name, dimension=embedder.dimension, ts_config=text_search_config, options=self._options
         )
@@ -257,6 +259,7 @@ class PostgresEngine:
         return self._options
 
     async def close(self) -> None:
+        await self._stores.close()
         if self._supervisor is not None:
             await self._supervisor.stop()
         await self._indexer.stop()
@@ -300,8 +303,12 @@ class PostgresEngine:
     # Writes.
 
     async def store(self, item: StoredItem) -> StoreReceipt:
-        # Refused in the item's own words, not as items[0] of a batch the client never sent.
-        return (await self._write([item.checked(self._limits)]))[0]
+        # Refused in the item's own words, not as items[0] of a batch the client never sent; then
+        # written with the stores of the same moment (combiner.py).
+        receipt, position = await self._stores.store(item.checked(self._limits))
+        if position is not None:
+            consistency.wrote(position)
+        return receipt
 
     async def store_many(self, items: list[StoredItem]) -> list[StoreReceipt]:
         return await self._write(StoreManyRequest.model_construct(items=items).checked(self._limits))
@@ -321,7 +328,19 @@ class PostgresEngine:
         given: dict[int, np.ndarray] | None = None,
         stored: list[datetime | None] | None = None,
     ) -> list[StoreReceipt]:
-        """Validated items, written in one transaction; a receipt each, in their order.
+        receipts, position = await self._commit_items(checked, given, stored)
+        if position is not None:
+            consistency.wrote(position)
+        return receipts
+
+    async def _commit_items(
+        self,
+        checked: list[StoredItem],
+        given: dict[int, np.ndarray] | None = None,
+        stored: list[datetime | None] | None = None,
+    ) -> tuple[list[StoreReceipt], int | None]:
+        """Validated items, written in one transaction; a receipt each, in their order, and the
+        position the commit reached (None without a replica).
 
         The encoder is the costly part of a write, so each new item is embedded once: repeats in
         the batch and items already held are set aside first, and the vectors are made before the
@@ -360,7 +379,7 @@ class PostgresEngine:
                     vectors |= {p: given[p] for p in late if p in given}
                     vectors |= await self._vectors({p: embedded[p] for p in late if p not in given})
                     inserted, backlog = await self._insert(connection, written, by_id(vectors), count_backlog)
-                await self._reads.written(connection)
+                position = await self._reads.position(connection)
         self._facets.wrote(len(inserted))
         ITEMS_STORED.inc(len(inserted))
         if inserted:
@@ -372,7 +391,7 @@ class PostgresEngine:
         for item_id in (row.id for row in rows):
             receipts.append(StoreReceipt(id=item_id, replayed=item_id not in inserted or item_id in seen))
             seen.add(item_id)
-        return receipts
+        return receipts, position
 
     async def _vectors(self, texts: dict[int, str]) -> dict[int, np.ndarray]:
         """The vectors of the texts by position, in one encoder call; a text twice is embedded once."""
