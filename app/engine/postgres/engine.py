@@ -383,7 +383,7 @@ class PostgresEngine:
         self._facets.wrote(len(inserted))
         ITEMS_STORED.inc(len(inserted))
         if inserted:
-            self._indexer.wake()
+            self._indexer.wake(len(inserted))
         if backlog is not None and backlog > self._backlog_limit:
             await self._indexer.catch_up(to=self._backlog_limit)
         seen: set[str] = set()

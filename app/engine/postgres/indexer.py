@@ -164,7 +164,7 @@ class VectorIndexer:
         self._poll_s = poll_s
         self._retry_s = retry_s
         self._wakes = [asyncio.Event() for _ in range(workers)]  # one a worker
-        self._by_write = [False] * workers  # whether a worker's wake came from a write (it gathers)
+        self._gathers = [False] * workers  # whether a worker's wake came from a write of a few (it gathers)
         self._gathering = 0  # workers waiting to claim: they take what is queued until they do
         self._tasks: list[asyncio.Task[None]] = []
         self._share = Share(workers)
@@ -182,17 +182,18 @@ class VectorIndexer:
         tasks, self._tasks = self._tasks, []
         await background.stop(*tasks)
 
-    def wake(self) -> None:
-        """After a write committed: one worker looks, the first not woken already (a worker moving
-        now looks again when done), unless one is gathering: its claim, still to come, takes this
-        write's vectors too. A worker that finds more than a share wakes the next."""
+    def wake(self, queued: int = 1) -> None:
+        """After a write of ``queued`` vectors committed: one worker looks, the first not woken
+        already (a worker moving now looks again when done), unless one is gathering: its claim,
+        still to come, takes this write's vectors too. It gathers first when the write queued less
+        than a share. A worker that finds more than a share wakes the next."""
         if not self._gathering:
-            self._wake_one(by_write=True)
+            self._wake_one(gather=queued < LEAST_SHARE)
 
-    def _wake_one(self, *, by_write: bool, but: int | None = None) -> None:
+    def _wake_one(self, *, gather: bool, but: int | None = None) -> None:
         for n, event in enumerate(self._wakes):
             if n != but and not event.is_set():
-                self._by_write[n] = by_write
+                self._gathers[n] = gather
                 event.set()
                 return
 
@@ -230,10 +231,10 @@ class VectorIndexer:
                 continue
             delay = self._retry_s
             if moved >= least:
-                self._wake_one(by_write=False, but=worker)  # there may be more: another takes its share too
-            elif await self._idle(worker, self._poll_s) and self._by_write[worker]:
-                # Less than a share: nothing else was free when it claimed. Woken by a write since:
-                # the writes of the next moment are taken with it.
+                self._wake_one(gather=False, but=worker)  # there may be more: another takes its share too
+            elif await self._idle(worker, self._poll_s) and self._gathers[worker]:
+                # Less than a share: nothing else was free when it claimed. Woken by a write of a
+                # few vectors since: the writes of the next moment are taken with it.
                 self._gathering += 1
                 try:
                     await asyncio.sleep(self._gather_s)
