@@ -26,7 +26,7 @@ from app.engine.postgres.queries.facets import plan_explore
 from app.engine.postgres.queries.listing import plan_get, plan_list
 from app.engine.postgres.queries.statement import Statement
 from app.engine.postgres.queries.statistics import TermStatistics
-from app.engine.postgres.queries.writes import ItemRow, plan_insert, plan_queue_vectors
+from app.engine.postgres.queries.writes import ItemRow, plan_write
 from app.engine.postgres.ranking import Rankings, Run
 from app.engine.postgres.vectors import register_vector_types
 from app.settings import Settings
@@ -105,8 +105,7 @@ class RawSql:
         self._prepared: dict[tuple[int, str], asyncpg.prepared_stmt.PreparedStatement] = {}
         self.phases: dict[str, list[float]] = {
             "embed": [],
-            "insert_items": [],
-            "queue_vectors_and_commit": [],
+            "write": [],
             "catch_up": [],
         }
 
@@ -131,7 +130,7 @@ class RawSql:
         rows = await self._connections[statement.generic_plan][0].fetch(sql, *statement.args)
         return "\n".join(row[0] for row in rows)
 
-    # Writes: the engine's two inserts in one transaction, embedding included, then its indexer.
+    # Writes: the engine's write statement (items and vectors at once), embedding included, then its indexer.
 
     async def store_batch(self, batch: list[CorpusItem]) -> int:
         if self.indexer is None:
@@ -153,23 +152,21 @@ class RawSql:
             )
             for i in batch
         ]
-        async with self._db.transaction():
-            inserted = {r["id"] for r in await self.run(plan_insert(rows))}
-            items_done = time.perf_counter()
-            fresh = {i.id: v for i, v in zip(batch, vectors, strict=True) if i.id in inserted}
-            (row,) = await self.run(plan_queue_vectors(self._embedder.name, fresh))
-        queued = time.perf_counter()
+        vectors_by_id = {i.id: v for i, v in zip(batch, vectors, strict=True)}
+        (row,) = await self.run(plan_write(rows, self._embedder.name, vectors_by_id, count_backlog=True))
+        inserted = set(row["inserted_ids"])
+        written = time.perf_counter()
         self.indexer.start()
         self.indexer.wake()
         if row["backlog"] > BACKLOG_LIMIT:
             await self.indexer.catch_up(to=BACKLOG_LIMIT)
         done = time.perf_counter()
-        # Where a batch's time goes: embedding, the items insert (GIN and btree upkeep), queueing the
-        # vectors, and the HNSW upkeep the write took on because the indexer was behind.
+        # Where a batch's time goes: embedding, the write (the items insert with its GIN and btree
+        # upkeep, the vectors queued, the commit: one statement), and the HNSW upkeep the write took
+        # on because the indexer was behind.
         self.phases["embed"].append((embedded - start) * 1000)
-        self.phases["insert_items"].append((items_done - embedded) * 1000)
-        self.phases["queue_vectors_and_commit"].append((queued - items_done) * 1000)
-        self.phases["catch_up"].append((done - queued) * 1000)
+        self.phases["write"].append((written - embedded) * 1000)
+        self.phases["catch_up"].append((done - written) * 1000)
         return len(inserted)
 
     async def until_indexed(self) -> None:

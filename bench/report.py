@@ -613,7 +613,16 @@ def ingest_lines(run: dict[str, Any]) -> list[str]:
             "last vector is in the HNSW index. LangGraph indexes inside each batch.",
         ]
     phases = raw["ingest"].get("phases_ms")
-    if phases and "catch_up" in phases:
+    if phases and "write" in phases:
+        lines += [
+            "",
+            "Where a raw-SQL batch's time goes (p50 / p95): embedding "
+            f"{_ms(phases['embed'])} / {_ms(phases['embed'], 'p95')} ms, the write (items insert with its btree and "
+            f"GIN upkeep, vectors queued, commit: one statement) {_ms(phases['write'])} / {_ms(phases['write'], 'p95')}"
+            f" ms, HNSW upkeep the write took on (the indexer behind) {_ms(phases['catch_up'])} / "
+            f"{_ms(phases['catch_up'], 'p95')} ms.",
+        ]
+    elif phases and "catch_up" in phases:  # runs from before the one-statement write
         lines += [
             "",
             "Where a raw-SQL batch's time goes (p50 / p95): embedding "

@@ -55,10 +55,13 @@ from app.engine.context import BEFORE_ITEMS, ThreadKey, texts_to_embed, thread_o
 from app.engine.cursors import CursorCodec, listing_position, listing_seen, scope_of
 from app.engine.grounded import GroundedAnswerer
 from app.engine.keywords import KeywordQuery
+from app.engine.postgres.combiner import StoreCombiner
 from app.engine.postgres.errors import classify, database_errors
 from app.engine.postgres.facets import FacetFolder
 from app.engine.postgres.filters import filter_predicate
 from app.engine.postgres.indexer import (
+    COUNT_EVERY,
+    BacklogCount,
     VectorIndexer,
     backlog_size,
     index_everything,
@@ -75,22 +78,19 @@ from app.engine.postgres.queries.statement import Statement
 from app.engine.postgres.queries.sweeps import SWEEP_BATCH, plan_sweep_expired, plan_sweep_forgotten
 from app.engine.postgres.queries.transfer import plan_export
 from app.engine.postgres.queries.writes import (
+    UNVECTORED,
     ItemRow,
     Keep,
-    plan_drop_expired,
     plan_drop_receipt,
     plan_erase_kept,
     plan_erase_kept_filter,
     plan_forget_filter,
     plan_forget_ids,
-    plan_held,
-    plan_insert,
     plan_kept,
-    plan_lock_ids,
     plan_preview_filter,
     plan_preview_ids,
-    plan_queue_vectors,
-    plan_thread_latest,
+    plan_prior,
+    plan_write,
 )
 from app.engine.postgres.ranking import Rankings
 from app.engine.postgres.replica import ReadRouter
@@ -156,6 +156,8 @@ class PostgresEngine:
             self.connection, plan_sweep_expired, batch=SWEEP_BATCH, every_s=retention.sweep_every_s, name="retention"
         )
         self._backlog_limit = self._options.indexer.backlog_limit
+        self._backlog_count = BacklogCount(COUNT_EVERY)
+        self._stores = StoreCombiner(self._commit_items, most=MAX_STORE_MANY)
         self._rankings = Rankings(
             model=embedder.name, dimension=embedder.dimension, ts_config=text_search_config, options=self._options
         )
@@ -268,6 +270,7 @@ class PostgresEngine:
         return self._options
 
     async def close(self) -> None:
+        await self._stores.close()
         if self._supervisor is not None:
             await self._supervisor.stop()
         await self._indexer.stop()
@@ -322,8 +325,12 @@ class PostgresEngine:
     # Writes.
 
     async def store(self, item: StoredItem) -> StoreReceipt:
-        # Refused in the item's own words, not as items[0] of a batch the client never sent.
-        return (await self._write([item.checked(self._limits)]))[0]
+        # Refused in the item's own words, not as items[0] of a batch the client never sent; then
+        # written with the stores of the same moment (combiner.py).
+        receipt, position = await self._stores.store(item.checked(self._limits))
+        if position is not None:
+            consistency.wrote(position)
+        return receipt
 
     async def store_many(self, items: list[StoredItem]) -> list[StoreReceipt]:
         return await self._write(StoreManyRequest.model_construct(items=items).checked(self._limits))
@@ -343,7 +350,19 @@ class PostgresEngine:
         given: dict[int, np.ndarray] | None = None,
         stored: list[datetime | None] | None = None,
     ) -> list[StoreReceipt]:
-        """Validated items, written in one transaction; a receipt each, in their order.
+        receipts, position = await self._commit_items(checked, given, stored)
+        if position is not None:
+            consistency.wrote(position)
+        return receipts
+
+    async def _commit_items(
+        self,
+        checked: list[StoredItem],
+        given: dict[int, np.ndarray] | None = None,
+        stored: list[datetime | None] | None = None,
+    ) -> tuple[list[StoreReceipt], int | None]:
+        """Validated items, written in one transaction; a receipt each, in their order, and the
+        position the commit reached (None without a replica).
 
         The encoder is the costly part of a write, so each new item is embedded once: repeats in
         the batch and items already held are set aside first, and the vectors are made before the
@@ -358,36 +377,44 @@ class PostgresEngine:
             first.setdefault(row.id, position)
         positions = list(first.values())
         threads = [thread_of(checked[p]) for p in positions]
-        with database_errors():
-            async with self.connection() as connection:
-                held = await self._held(connection, list(first))
-                latest = await self._thread_latest(connection, threads)
+        held, latest = await self._prior(list(first), threads)
         embedded = dict(zip(positions, texts_to_embed([texts[p] for p in positions], threads, latest), strict=True))
         given = given or {}
         new = [p for p in positions if rows[p].id not in held]
         vectors = {p: given[p] for p in new if p in given}
         vectors |= await self._vectors({p: embedded[p] for p in new if p not in given})
+        written = [rows[p] for p in positions]
+
+        def by_id(at: dict[int, np.ndarray]) -> dict[str, np.ndarray]:
+            return {rows[p].id: vector for p, vector in at.items()}
+
+        # A bulk load (IndexerOptions.deferred) never catches up, so never counts what it would catch up on.
+        count_backlog = self._options.indexer.catch_up and self._backlog_count.due(len(new))
         with database_errors():
             async with self.connection() as connection:
-                async with connection.transaction():
-                    inserted = await self._insert(connection, [rows[p] for p in positions])
-                    # Held a moment ago and forgotten since: new again, so embedded now.
-                    late = {first[i]: embedded[first[i]] for i in inserted if first[i] not in vectors}
-                    vectors |= await self._vectors(late)
-                    backlog = await self._queue_vectors(connection, {i: vectors[first[i]] for i in inserted})
-                await self._reads.written(connection)
+                try:
+                    inserted, backlog = await self._insert(connection, written, by_id(vectors), count_backlog)
+                except asyncpg.PostgresError as error:
+                    if error.sqlstate != UNVECTORED:
+                        raise
+                    # Held a moment ago and forgotten since: new again, so embedded now, and written again.
+                    late = [p for p in positions if p not in vectors]
+                    vectors |= {p: given[p] for p in late if p in given}
+                    vectors |= await self._vectors({p: embedded[p] for p in late if p not in given})
+                    inserted, backlog = await self._insert(connection, written, by_id(vectors), count_backlog)
+                position = await self._reads.position(connection)
         self._facets.wrote(len(inserted))
         ITEMS_STORED.inc(len(inserted))
-        if backlog:
-            self._indexer.wake()
-        if self._options.indexer.catch_up and backlog > self._backlog_limit:
+        if inserted:
+            self._indexer.wake(len(inserted))
+        if backlog is not None and backlog > self._backlog_limit:
             await self._indexer.catch_up(to=self._backlog_limit)
         seen: set[str] = set()
         receipts = []
         for item_id in (row.id for row in rows):
             receipts.append(StoreReceipt(id=item_id, replayed=item_id not in inserted or item_id in seen))
             seen.add(item_id)
-        return receipts
+        return receipts, position
 
     async def _vectors(self, texts: dict[int, str]) -> dict[int, np.ndarray]:
         """The vectors of the texts by position, in one encoder call; a text twice is embedded once."""
@@ -398,35 +425,26 @@ class PostgresEngine:
             made = dict(zip(distinct, await self._embedder.embed(distinct), strict=True))
         return {position: made[text] for position, text in texts.items()}
 
-    @staticmethod
-    async def _held(connection: asyncpg.Connection, ids: list[str]) -> set[str]:
-        return {row["id"] for row in await fetch(connection, plan_held(ids))}
-
-    @staticmethod
-    async def _thread_latest(
-        connection: asyncpg.Connection, threads: list[ThreadKey | None]
-    ) -> dict[ThreadKey, list[str]]:
-        """The latest stored texts (oldest first) of the threads the batch writes to."""
+    async def _prior(
+        self, ids: list[str], threads: list[ThreadKey | None]
+    ) -> tuple[set[str], dict[ThreadKey, list[str]]]:
+        """Which of ``ids`` are held already, and the latest stored texts (oldest first) of the
+        threads the batch writes to: one round trip."""
         keys = list(dict.fromkeys(thread for thread in threads if thread))
-        if not keys:
-            return {}
-        rows = await fetch(connection, plan_thread_latest(keys, BEFORE_ITEMS))
-        return {(row["ns"], row["thread"]): list(row["texts"]) for row in rows}
+        rows = await self.run(plan_prior(ids, keys, BEFORE_ITEMS))
+        held = {row["id"] for row in rows if row["id"] is not None}
+        latest = {(row["ns"], row["thread"]): list(row["texts"]) for row in rows if row["id"] is None}
+        return held, latest
 
-    @staticmethod
-    async def _insert(connection: asyncpg.Connection, rows: list[ItemRow]) -> set[str]:
-        """The items' rows; the ids inserted (an item already held, and not expired, is not)."""
-        ids = [row.id for row in rows]
-        await execute(connection, plan_lock_ids(ids))
-        await execute(connection, plan_drop_expired(ids))
-        return {row["id"] for row in await fetch(connection, plan_insert(rows))}
-
-    async def _queue_vectors(self, connection: asyncpg.Connection, vectors: dict[str, np.ndarray]) -> int:
-        """The vectors into the backlog; how many wait for the index now (without catching up, how many it queued)."""
-        if not vectors:
-            return 0
-        counted = self._options.indexer.catch_up
-        return int(await fetchval(connection, plan_queue_vectors(self._embedder.name, vectors, counted=counted)) or 0)
+    async def _insert(
+        self, connection: asyncpg.Connection, rows: list[ItemRow], vectors: dict[str, np.ndarray], count_backlog: bool
+    ) -> tuple[set[str], int | None]:
+        """The items' rows and the new ones' vectors by id, in one statement (WRITE_ITEMS): the ids
+        inserted (an item already held, and not expired, is not), and how many vectors wait for the
+        index when ``count_backlog``."""
+        statement = plan_write(rows, self._embedder.name, vectors, count_backlog=count_backlog)
+        (row,) = await fetch(connection, statement)
+        return set(row["inserted_ids"]), row["backlog"]
 
     async def forget(self, target: ForgetTarget) -> ForgetReport:
         target = target.checked(self._limits)

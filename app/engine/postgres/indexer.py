@@ -50,8 +50,36 @@ LEAST_SHARE = 10
 # finds it empty vacuums it: the table stays small for the searches that read it.
 # docs/tuning.md#indexer-shares-and-vacuum
 VACUUM_AFTER = 1_000
+# Vectors this process queues between two counts of the backlog (BacklogCount).
+# docs/tuning.md#one-round-trip-writes
+COUNT_EVERY = 32
+# How long a worker woken by a write waits before it claims, so that the writes of that moment
+# share one move: its fixed cost (a transaction, the claim reading the backlog) is paid once for
+# them. Searches read the waiting vectors exactly meanwhile. docs/tuning.md#one-round-trip-writes
+GATHER_S = 0.01
 # A failing indexer retries after 1 s, then 2, 4 ... up to this, or as soon as a write commits.
 MAX_RETRY_S = 30.0
+
+
+class BacklogCount:
+    """Which writes ask how many vectors wait (a count of the backlog, which reads all of it): one
+    whenever this process has queued ``every`` vectors since the last one asked. A write that
+    finds the backlog over its limit indexes until it is not (VectorIndexer.catch_up); between
+    counts the backlog may pass the limit by what the writes in between queued.
+    docs/tuning.md#one-round-trip-writes
+    """
+
+    def __init__(self, every: int) -> None:
+        self._every = every
+        self._queued = 0
+
+    def due(self, queued: int) -> bool:
+        """Whether the write about to queue ``queued`` vectors asks."""
+        self._queued += queued
+        if self._queued < self._every:
+            return False
+        self._queued = 0
+        return True
 
 
 class Share:
@@ -172,11 +200,14 @@ class VectorIndexer:
     PostgreSQL inserts into the HNSW graph on one core per connection: with one worker,
     a 2-core machine left a core idle whenever writes paused
     (docs/tuning.md#indexer-shares-and-vacuum). Each worker claims rows no other holds.
-    ``wake`` after a write commits; rows queued by another process, or left by a crash,
-    are found by a poll every ``poll_s`` when idle. A failure (the database away) is
+    ``wake`` after a write commits wakes one worker; a worker that moved a whole share
+    looks again at once and wakes the next, one that moved less waits for a wake: a trickle
+    of one-item writes costs a move each, not a move and empty claims
+    (docs/tuning.md#one-round-trip-writes). Rows queued by another process, or left by a
+    crash, are found by a poll every ``poll_s`` when idle. A failure (the database away) is
     logged and retried after ``retry_s``, twice that after a second, and so on up to
-    MAX_RETRY_S, or at the next write's wake: the rows stay queued, nothing is lost.
-    A worker that empties the backlog after ``vacuum_after`` moves vacuums it.
+    MAX_RETRY_S, or at a write's wake: the rows stay queued, nothing is lost. A worker that
+    empties the backlog after ``vacuum_after`` moves vacuums it.
     """
 
     def __init__(
@@ -188,6 +219,7 @@ class VectorIndexer:
         poll_s: float = 1.0,
         retry_s: float = 1.0,
         vacuum_after: int = VACUUM_AFTER,
+        gather_s: float = GATHER_S,
     ) -> None:
         if workers < 1:
             raise ValueError("an indexer needs at least one worker")
@@ -196,24 +228,39 @@ class VectorIndexer:
         self._step = step
         self._poll_s = poll_s
         self._retry_s = retry_s
-        self._wake = asyncio.Event()
+        self._wakes = [asyncio.Event() for _ in range(workers)]  # one a worker
+        self._gathers = [False] * workers  # whether a worker's wake came from a write of a few (it gathers)
+        self._gathering = 0  # workers waiting to claim: they take what is queued until they do
         self._tasks: list[asyncio.Task[None]] = []
         self._share = Share(workers)
         self._vacuum_after = vacuum_after
+        self._gather_s = gather_s
         self._unvacuumed = 0
 
     def start(self) -> None:
         if not self._tasks:
             self._tasks = [
-                asyncio.create_task(self._run(), name=f"engram-vector-indexer-{n}") for n in range(self._workers)
+                asyncio.create_task(self._run(n), name=f"engram-vector-indexer-{n}") for n in range(self._workers)
             ]
 
     async def stop(self) -> None:
         tasks, self._tasks = self._tasks, []
         await background.stop(*tasks)
 
-    def wake(self) -> None:
-        self._wake.set()
+    def wake(self, queued: int = 1) -> None:
+        """After a write of ``queued`` vectors committed: one worker looks, the first not woken
+        already (a worker moving now looks again when done), unless one is gathering: its claim,
+        still to come, takes this write's vectors too. It gathers first when the write queued less
+        than a share. A worker that finds more than a share wakes the next."""
+        if not self._gathering:
+            self._wake_one(gather=queued < LEAST_SHARE)
+
+    def _wake_one(self, *, gather: bool, but: int | None = None) -> None:
+        for n, event in enumerate(self._wakes):
+            if n != but and not event.is_set():
+                self._gathers[n] = gather
+                event.set()
+                return
 
     async def catch_up(self, *, to: int) -> None:
         """Index on the caller's time until at most ``to`` vectors wait, or the rest are held by other indexers.
@@ -228,28 +275,42 @@ class VectorIndexer:
         except Exception as error:
             logger.warning("vector indexer: %s", classify(error).message)
 
-    async def _run(self) -> None:
+    async def _run(self, worker: int) -> None:
         delay = self._retry_s
+        least = min(LEAST_SHARE, self._step)
         while True:
-            self._wake.clear()
+            self._wakes[worker].clear()
             try:
                 async with self._acquire() as connection:
                     moved = await index_backlog(connection, step=self._step, share=self._share)
                     self._unvacuumed += moved
-                    if not moved and self._unvacuumed >= self._vacuum_after:
+                    # Less than a share, and no other worker mid-move: the backlog is empty but for what
+                    # was queued since, and a vacuum can clear every moved row's page.
+                    if moved < least and not self._share.held and self._unvacuumed >= self._vacuum_after:
                         self._unvacuumed = 0
                         await connection.execute(VACUUM_BACKLOG)
             except Exception as error:
                 logger.warning("vector indexer: %s; retrying within %g s", classify(error).message, delay)
-                await self._idle(delay)
+                await self._idle(worker, delay)
                 delay = min(delay * 2, MAX_RETRY_S)
                 continue
             delay = self._retry_s
-            if not moved:
-                await self._idle(self._poll_s)
+            if moved >= least:
+                self._wake_one(gather=False, but=worker)  # there may be more: another takes its share too
+            elif await self._idle(worker, self._poll_s) and self._gathers[worker]:
+                # Less than a share: nothing else was free when it claimed. Woken by a write of a
+                # few vectors since: the writes of the next moment are taken with it.
+                self._gathering += 1
+                try:
+                    await asyncio.sleep(self._gather_s)
+                finally:
+                    self._gathering -= 1
 
-    async def _idle(self, seconds: float) -> None:
-        """Until a write wakes the indexer, or ``seconds`` have passed."""
-        with contextlib.suppress(TimeoutError):
+    async def _idle(self, worker: int, seconds: float) -> bool:
+        """Until this worker is woken (True), or ``seconds`` have passed (False)."""
+        try:
             async with asyncio.timeout(seconds):
-                await self._wake.wait()
+                await self._wakes[worker].wait()
+        except TimeoutError:
+            return False
+        return True

@@ -206,8 +206,15 @@ class ReadRouter:
     async def written(self, connection: asyncpg.Connection) -> None:
         """After a write committed on ``connection``: its position, for the client to present
         (nothing to do without a replica, where every read sees every write)."""
-        if self._replica is not None:
-            consistency.wrote(int(await connection.fetchval(WRITTEN_TO)))
+        position = await self.position(connection)
+        if position is not None:
+            consistency.wrote(position)
+
+    async def position(self, connection: asyncpg.Connection) -> int | None:
+        """After a write committed on ``connection``: the position it reached; None without a replica."""
+        if self._replica is None:
+            return None
+        return int(await connection.fetchval(WRITTEN_TO))
 
     async def problem(self) -> str | None:
         """Why the replica cannot serve reads now, or None (also None without a replica)."""

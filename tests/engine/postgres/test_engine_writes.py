@@ -12,7 +12,7 @@ import pytest
 
 from app.contract.errors import EngineFailure
 from app.contract.items import ITEM_ADAPTER, StoredItem
-from app.contract.requests import FetchRequest
+from app.contract.requests import FetchRequest, ForgetByIds
 from app.engine.postgres.engine import PostgresEngine
 from app.engine.postgres.queries.statement import Statement
 from tests.engine.postgres.support import WrappedEmbedder, count_rows, failing_insert, learning
@@ -186,5 +186,49 @@ async def test_an_item_of_a_thread_is_embedded_after_the_item_stored_before_it(
             )
         )
         assert np.allclose(np.array(json.loads(kept["v"]), dtype=np.float32), expected, atol=1e-6)
+    finally:
+        await engine.close()
+
+
+class ForgettingEmbedder(WrappedEmbedder):
+    """The real embedder, which forgets ``victim`` (through ``engine``) while it embeds the first
+    batch after ``arm``: an item held when a write began is gone when it inserts."""
+
+    def __init__(self, inner: Any) -> None:
+        super().__init__(inner)
+        self.engine: PostgresEngine | None = None
+        self.victim: str | None = None
+        self.texts: list[str] = []
+
+    def arm(self, engine: PostgresEngine, victim: str) -> None:
+        self.engine, self.victim = engine, victim
+
+    async def embed(self, texts: list[str]) -> np.ndarray:
+        self.texts += texts
+        if self.engine is not None and self.victim is not None:
+            victim, self.victim = self.victim, None
+            report = await self.engine.forget(ForgetByIds(ids=[victim], purge=True))
+            assert report.forgotten == 1
+        return await self._inner.embed(texts)
+
+
+async def test_an_item_forgotten_while_its_batch_is_embedded_is_stored_with_its_vector(
+    database_url: str, embedder: Any
+) -> None:
+    """Held when the write looked, gone when it inserts: stored anew, embedded then, found by vector."""
+    forgetting = ForgettingEmbedder(embedder)
+    engine = await PostgresEngine.connect(database_url, forgetting)
+    try:
+        await truncate(engine)
+        held, new = learning("held, then forgotten mid-write"), learning("new in the same batch")
+        (first,) = await engine.store_many([held])
+        forgetting.arm(engine, first.id)
+        forgetting.texts.clear()
+        receipts = await engine.store_many([held, new])
+        assert [r.replayed for r in receipts] == [False, False]
+        assert sorted(forgetting.texts) == sorted(["held, then forgotten mid-write", "new in the same batch"])
+        assert await count_rows(engine) == (2, 2)
+        page = await engine.fetch(FetchRequest(query="held, then forgotten mid-write", mode="vector", limit=1))
+        assert [hit.id for hit in page.hits] == [first.id]
     finally:
         await engine.close()

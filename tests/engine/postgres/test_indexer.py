@@ -483,3 +483,49 @@ async def test_a_rebuild_that_fails_is_undone_and_the_backlog_indexed_vector_by_
         assert await engine.vector_backlog() == 0 and await indexed_count(engine) == 30
         (warning,) = [r.getMessage() for r in caplog.records if "building it afresh failed" in r.getMessage()]
         assert "SQLSTATE 22023" in warning and "maintenance_work_mem" not in warning
+
+
+class ClaimCounting:
+    """A pooled connection that counts the indexer's claims (each a transaction reading the backlog)."""
+
+    def __init__(self, connection: Any, claims: list[int]) -> None:
+        self._connection = connection
+        self._claims = claims
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._connection, name)
+
+    async def fetch(self, sql: str, *args: Any) -> Any:
+        rows = await self._connection.fetch(sql, *args)
+        if "FOR UPDATE SKIP LOCKED" in sql:
+            self._claims.append(len(rows))
+        return rows
+
+
+async def test_a_trickle_of_one_item_writes_costs_one_claim_each(unindexed: PostgresEngine) -> None:
+    """A write wakes one worker, which moves what it finds and then waits: no empty claims by the
+    other workers, none after each move (they were two of every three claims)."""
+    claims: list[int] = []
+
+    @asynccontextmanager
+    async def counting() -> AsyncIterator[Any]:
+        async with unindexed.connection() as connection:
+            yield ClaimCounting(connection, claims)
+
+    indexer = VectorIndexer(counting, workers=2, poll_s=3600)
+    indexer.start()
+    try:
+        for _ in range(2000):  # each worker looks once as it starts, and finds nothing
+            if len(claims) == 2:
+                break
+            await asyncio.sleep(0.01)
+        assert claims == [0, 0]
+        claims.clear()
+        for n in range(10):
+            await unindexed.store(learning(f"one at a time {n}"))
+            indexer.wake()  # as the engine's own indexer is woken by its writes
+            await until_indexed(unindexed)
+    finally:
+        await indexer.stop()
+    assert claims == [1] * 10
+    assert await indexed_count(unindexed) == 10

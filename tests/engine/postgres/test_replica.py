@@ -291,3 +291,10 @@ async def test_without_a_replica_writes_answer_no_position(pg_engine: PostgresEn
     with consistency.positions() as request:
         await pg_engine.store(learning("one server only"))
     assert request.wrote is None
+
+
+async def test_stores_written_together_each_answer_the_position(engine: PostgresEngine) -> None:
+    """Concurrent stores share one commit (combiner.py): each request still answers its position."""
+    answers = await asyncio.gather(*(stored(engine, f"told together {n}") for n in range(8)))
+    positions = {position for _, position in answers}
+    assert len({item_id for item_id, _ in answers}) == 8 and None not in positions

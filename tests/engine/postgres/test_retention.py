@@ -11,11 +11,11 @@ import asyncpg
 
 from app.contract.meta import Filter
 from app.contract.requests import ExploreRequest, FetchRequest, ForgetByFilter, GetRequest
-from app.contract.retention import RetentionRequest, Ttl
+from app.contract.retention import RetentionRequest, RetentionTarget, Ttl
 from app.engine.postgres.engine import PostgresEngine
 from app.engine.postgres.filters import sketch_keys
 from app.engine.postgres.options import SketchOptions
-from app.engine.postgres.queries.retention import POLICIES_EXCLUSIVE
+from app.engine.postgres.queries.retention import POLICIES_EXCLUSIVE, expiry_sql
 from app.engine.postgres.queries.statement import Statement
 from app.engine.postgres.queries.statistics import TERM_STATISTICS, TermStatistics
 from app.engine.postgres.queries.sweeps import EXPIRED_LOCK, plan_sweep_expired
@@ -168,3 +168,33 @@ async def test_expiry_is_counted_from_the_observation_else_the_storing_as_the_co
     )
     stored_at, expires_at = expiry[receipts[1].id]
     assert expires_at == ttl.after(stored_at)
+
+
+async def test_a_write_gives_the_expiry_a_policy_change_would(pg_engine: PostgresEngine) -> None:
+    """The write function (migration 0018) repeats the expiry rule of queries/retention.py: every
+    item written under nested ttls and a hold has the expiry the rule computes for it."""
+    await pg_engine.retention.set(RetentionRequest(namespace="team:a", ttl="P30D"))
+    await pg_engine.retention.set(RetentionRequest(namespace="team:a/project:x", ttl="PT36H"))
+    await pg_engine.retention.set(RetentionRequest(namespace="", ttl="P1Y"))
+    await pg_engine.retention.hold(RetentionTarget(namespace="team:a/project:held"))
+    namespaces = [
+        "team:a",
+        "team:a/project:x",
+        "team:a/project:x/user:y",
+        "team:a/project:held/user:z",
+        "team:ab",
+        "user:u",
+    ]
+    items = [
+        learning(f"note {n} at {namespace}", namespace=namespace, **({"observed_at": LONG_AGO} if n % 2 else {}))
+        for n, namespace in enumerate(namespaces)
+    ]
+    await pg_engine.store_many(items)
+    await pg_engine.store(learning("at the root", observed_at=LONG_AGO))
+    expected = expiry_sql("i.namespace", "coalesce(i.observed_at, i.stored_at)")
+    rows = await pg_engine.run(
+        Statement(f"SELECT i.namespace, i.expires_at, {expected} AS expected FROM engram_items i ORDER BY i.seq")
+    )
+    assert len(rows) == 7
+    assert all(row["expires_at"] == row["expected"] for row in rows), [dict(row) for row in rows]
+    assert sum(row["expires_at"] is None for row in rows) == 1  # the held one

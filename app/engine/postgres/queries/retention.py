@@ -1,9 +1,10 @@
 """Retention policies and legal holds (migration 0015), and each item's expiry under them.
 
-An item's ``expires_at`` is written with it (queries/writes.py INSERT_ITEMS) and written again,
-for the subtree of a namespace, when a policy or a hold there changes (plan_recompute). A change
+An item's ``expires_at`` is written with it (queries/writes.py WRITE_ITEMS: migration 0018's
+function, which repeats ``expiry_sql``) and written again, for the subtree of a namespace, when a
+policy or a hold there changes (plan_recompute). A change
 holds the policies' advisory lock exclusively for its transaction, and every write takes it
-shared before its own locks (writes.LOCK_IDS): a write either commits before the change reads
+shared before its own locks (writes.WRITE_ITEMS): a write either commits before the change reads
 the items, or reads the changed policies, so no item keeps the expiry of a policy gone. Forgets
 take it shared too, and the sweeper of expired items only when free (queries/sweeps.py): their
 row locks would otherwise meet a change's in other orders.
@@ -28,7 +29,9 @@ timeout however large the subtree (the change is still one transaction)."""
 def expiry_sql(namespace: str, start: str) -> str:
     """The expiry of an item at ``namespace`` observed (or stored) at ``start``, both SQL
     expressions: NULL under a hold at or above it, else ``start`` plus the deepest ttl at or above
-    it (NULL without one), added in UTC as app/contract/retention.py adds it."""
+    it (NULL without one), added in UTC as app/contract/retention.py adds it. A write computes the
+    same in migration 0018's function: a change here needs a migration replacing it
+    (tests/engine/postgres/test_retention.py compares the two)."""
     return f"""(
         SELECT CASE WHEN bool_or(r.hold) THEN NULL
                     ELSE ((({start}) AT TIME ZONE 'UTC')

@@ -11,13 +11,12 @@ import numpy as np
 
 from app.contract.requests import PREVIEW_IDS
 from app.engine.postgres.filters import Predicate, live
-from app.engine.postgres.queries.retention import POLICIES_SHARED, expiry_sql
 from app.engine.postgres.queries.statement import Statement
 from app.engine.postgres.vectors import vector_array
 
 
 class ItemRow(NamedTuple):
-    """One item as INSERT_ITEMS takes it (its columns in INSERT_ITEMS_COLUMNS order)."""
+    """One item as WRITE_ITEMS takes it (its columns in ITEM_COLUMNS order)."""
 
     id: str
     kind: str
@@ -31,107 +30,74 @@ class ItemRow(NamedTuple):
     stored_at: datetime | None = None  # None: now; a restore gives the time the item was first stored
 
 
-# Overlapping batches written at once wait on each other's new rows in batch order,
-# and two batches in opposite orders deadlock. One lock per id, taken in one global
-# order first, makes the later batch wait for the earlier instead. Before them (the one-time
-# filter runs first), the retention policies are locked shared: a policy change waits for the
-# writes under way and the writes after it read its policies (queries/retention.py).
-LOCK_IDS = (
-    "SELECT pg_advisory_xact_lock(hashtext('engram_items'), h) FROM "
-    "(SELECT DISTINCT hashtext(k) AS h FROM unnest(CAST(:ids AS text[])) AS k ORDER BY h) AS locks "
-    f"WHERE ({POLICIES_SHARED})"
-)
-
-# An expired copy of an item written again is erased first, so the item is stored anew (with a new
-# expiry) as it would be once the sweeper had erased it: never a replay of something no read returns.
-DROP_EXPIRED = "DELETE FROM engram_items i WHERE i.id = ANY(CAST(:ids AS text[])) AND i.expires_at <= now()"
-
-# Each item's stored_at is now, unless the row gives one (a restore); its expiry under the policies
-# of its namespace is measured from when it was observed, or from its stored_at when it carries no
-# observation time.
-INSERT_ITEMS = f"""
-    INSERT INTO engram_items
-        (id, kind, namespace, text, meta, item, confidence, observed_at, tags, source_kind, stored_at, expires_at)
-    SELECT t.id, t.kind, t.ns, t.text, t.meta::jsonb, t.item::jsonb, t.conf, t.obs::timestamptz,
-           ARRAY(SELECT jsonb_array_elements_text(coalesce(t.meta::jsonb->'tags', '[]'))), t.src,
-           coalesce(t.stored, now()),
-           {expiry_sql("t.ns", "coalesce(CAST(t.obs AS timestamptz), t.stored, now())")}
-    FROM unnest(CAST(:ids AS text[]), CAST(:kinds AS text[]), CAST(:nss AS text[]), CAST(:texts AS text[]),
-                CAST(:metas AS text[]), CAST(:items AS text[]), CAST(:conf AS float8[]),
-                CAST(:obs AS text[]), CAST(:srcs AS text[]), CAST(:stored AS timestamptz[]))
-         WITH ORDINALITY AS t(id, kind, ns, text, meta, item, conf, obs, src, stored, ord)
-    ORDER BY t.ord
-    ON CONFLICT (id) DO NOTHING
-    RETURNING id
+# A write's steps, in one round trip (migration 0018, ``engram_write_items``): the retention
+# policies locked shared (a policy change waits for the writes under way, and the writes after it
+# read its policies: queries/retention.py), then one lock per id in one global order (overlapping
+# batches wait for each other instead of deadlocking); an expired copy of an item written again
+# erased (the item is stored anew, with a new expiry, as once the sweeper had erased it: never a
+# replay of something no read returns); the rows inserted (each item's stored_at now unless the row
+# gives one, a restore's; its expiry under its namespace's policies measured from when it was
+# observed, else from its stored_at), those already held left as they are; the new items' vectors
+# queued in the backlog (migration 0004) for the indexer (app/engine/postgres/indexer.py). It
+# answers the ids inserted and, when asked, how many vectors wait for the index now, its own
+# included. docs/tuning.md#one-round-trip-writes
+WRITE_ITEMS = """
+    SELECT inserted_ids, backlog FROM engram_write_items(
+        :ids, :kinds, :nss, :texts, :metas, :items, :conf, :obs, :srcs, :stored,
+        :model, :vector_ids, CAST(:vectors AS vector[]), :count_backlog
+    )
 """
-# INSERT_ITEMS's parameters, one array each, in the order of ItemRow's fields.
-INSERT_ITEMS_COLUMNS = ("ids", "kinds", "nss", "texts", "metas", "items", "conf", "obs", "srcs", "stored")
+# WRITE_ITEMS's item parameters, one array each, in the order of ItemRow's fields.
+ITEM_COLUMNS = ("ids", "kinds", "nss", "texts", "metas", "items", "conf", "obs", "srcs", "stored")
+# What engram_write_items raises, writing nothing, when an item it would insert came without its
+# vector: held when the write began, forgotten since (the engine embeds it and writes again).
+UNVECTORED = "EG001"
 
-# Which of a batch's ids are held already (and not expired): their items are not embedded again.
-HELD_IDS = f"SELECT i.id FROM engram_items i WHERE i.id = ANY(CAST(:ids AS text[])) AND {live()}"
-
-# Each thread's latest :before items' texts, oldest first (engram_items_thread, migration 0012):
-# what a new item of the thread is embedded after (app/engine/context.py).
-THREAD_LATEST = f"""
-    SELECT t.ns, t.thread, ARRAY(
+# Before a write embeds anything, in one statement: which of its ids are held already (and not
+# expired), whose items are not embedded again (rows with an ``id``); and each thread's latest
+# :before items' texts, oldest first (engram_items_thread, migration 0012), what a new item of the
+# thread is embedded after (app/engine/context.py; rows with a ``thread``).
+PRIOR = f"""
+    SELECT i.id, NULL AS ns, NULL AS thread, NULL AS texts
+    FROM engram_items i WHERE i.id = ANY(CAST(:ids AS text[])) AND {live()}
+    UNION ALL
+    SELECT NULL, t.ns, t.thread, ARRAY(
         SELECT l.text FROM (
             SELECT b.text, b.seq FROM engram_items b
             WHERE b.namespace = t.ns AND b.meta ? 'thread_id' AND b.meta->>'thread_id' = t.thread AND {live("b")}
             ORDER BY b.seq DESC LIMIT :before
         ) AS l ORDER BY l.seq
-    ) AS texts
+    )
     FROM unnest(CAST(:nss AS text[]), CAST(:threads AS text[])) AS t(ns, thread)
 """
 
-# A write queues its vectors in the backlog (migration 0004), unindexed, and says how many wait
-# there now, its own included (the count does not see the rows this statement adds); the indexer
-# (app/engine/postgres/indexer.py) moves them into engram_embeddings and so into the HNSW index.
-QUEUE_VECTORS = """
-    WITH queued AS (
-        INSERT INTO engram_vector_backlog (item_id, model, embedding)
-        SELECT t.id, :model, t.v FROM unnest(CAST(:ids AS text[]), CAST(:vs AS vector[])) AS t(id, v)
-        RETURNING 1
-    )
-    SELECT (SELECT count(*) FROM queued) + (SELECT count(*) FROM engram_vector_backlog) AS backlog
-"""
-QUEUE_VECTORS_UNCOUNTED = QUEUE_VECTORS.replace(" + (SELECT count(*) FROM engram_vector_backlog)", "")
 
+def plan_prior(ids: Sequence[str], threads: Sequence[tuple[str, str]], before: int) -> Statement:
+    """Which of ``ids`` are stored already, and the latest ``before`` texts of each (namespace, thread).
 
-def plan_held(ids: Sequence[str]) -> Statement:
-    """Which of ``ids`` are stored already."""
-    return Statement.bind(HELD_IDS, {"ids": list(ids)})
-
-
-def plan_thread_latest(threads: Sequence[tuple[str, str]], before: int) -> Statement:
-    """The latest ``before`` texts of each (namespace, thread), oldest first."""
+    On one generic plan: the values change no plan (ids by primary key, each thread by its index),
+    and planning was half the statement's time (docs/tuning.md#one-round-trip-writes).
+    """
     return Statement.bind(
-        THREAD_LATEST, {"nss": [ns for ns, _ in threads], "threads": [t for _, t in threads], "before": before}
+        PRIOR,
+        {"ids": list(ids), "nss": [ns for ns, _ in threads], "threads": [t for _, t in threads], "before": before},
+        generic_plan=True,
     )
 
 
-def plan_lock_ids(ids: Sequence[str]) -> Statement:
-    """The write's per-id locks, in one global order (taken first in its transaction)."""
-    return Statement.bind(LOCK_IDS, {"ids": list(ids)})
-
-
-def plan_drop_expired(ids: Sequence[str]) -> Statement:
-    """Erase the expired copies of ``ids`` (DROP_EXPIRED), after the write's locks."""
-    return Statement.bind(DROP_EXPIRED, {"ids": list(ids)})
-
-
-def plan_insert(rows: Sequence[ItemRow]) -> Statement:
-    """The items' rows, one array a column; it returns the ids it inserted."""
-    columns = dict(zip(INSERT_ITEMS_COLUMNS, zip(*rows, strict=True), strict=True))
-    return Statement.bind(INSERT_ITEMS, {name: list(column) for name, column in columns.items()})
-
-
-def plan_queue_vectors(model: str, vectors: Mapping[str, np.ndarray], *, counted: bool = True) -> Statement:
-    """The vectors of the items by id into the backlog; it returns how many wait for the index now,
-    or, not ``counted`` (a bulk load's: the count reads the whole backlog), how many it queued."""
-    return Statement.bind(
-        QUEUE_VECTORS if counted else QUEUE_VECTORS_UNCOUNTED,
-        {"model": model, "ids": list(vectors), "vs": vector_array(list(vectors.values()))},
-    )
+def plan_write(
+    rows: Sequence[ItemRow], model: str, vectors: Mapping[str, np.ndarray], *, count_backlog: bool
+) -> Statement:
+    """The items' rows, one array a column, and the vectors of the new ones by id (WRITE_ITEMS)."""
+    columns = dict(zip(ITEM_COLUMNS, zip(*rows, strict=True), strict=True))
+    params: dict[str, object] = {name: list(column) for name, column in columns.items()}
+    params |= {
+        "model": model,
+        "vector_ids": list(vectors),
+        "vectors": vector_array(list(vectors.values())) if vectors else [],
+        "count_backlog": count_backlog,
+    }
+    return Statement.bind(WRITE_ITEMS, params)
 
 
 @dataclass(frozen=True)

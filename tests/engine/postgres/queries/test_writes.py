@@ -10,13 +10,12 @@ from pgvector import Vector
 from app.contract.meta import Filter
 from app.engine.postgres.filters import filter_predicate
 from app.engine.postgres.queries.writes import (
-    INSERT_ITEMS_COLUMNS,
+    ITEM_COLUMNS,
     ItemRow,
     plan_forget_filter,
     plan_forget_ids,
-    plan_insert,
-    plan_queue_vectors,
-    plan_thread_latest,
+    plan_prior,
+    plan_write,
 )
 
 FIRST_STORED = datetime(2026, 1, 1, tzinfo=UTC)
@@ -26,21 +25,24 @@ ROWS = [
 ]
 
 
-def test_the_insert_takes_one_array_a_column_in_the_rows_order() -> None:
-    statement = plan_insert(ROWS)
-    assert len(statement.args) == len(INSERT_ITEMS_COLUMNS) == len(ItemRow._fields)
-    assert statement.args[0] == ["a", "b"]
-    assert statement.args[6] == [0.5, None]
-    assert statement.args[-2] == ["manual", "file"]
-    assert statement.args[-1] == [None, FIRST_STORED]  # a restore's stored_at; None: now
+def test_the_write_takes_one_array_a_column_in_the_rows_order() -> None:
+    statement = plan_write(ROWS, "m", {}, count_backlog=False)
+    items = statement.args[: len(ITEM_COLUMNS)]
+    assert len(ITEM_COLUMNS) == len(ItemRow._fields)
+    assert items[0] == ["a", "b"]
+    assert items[6] == [0.5, None]
+    assert items[-2] == ["manual", "file"]
+    assert items[-1] == [None, FIRST_STORED]  # a restore's stored_at; None: now
+    assert statement.args[len(ITEM_COLUMNS) :] == ("m", [], [], False)
 
 
-def test_vectors_are_queued_in_binary_form_by_id() -> None:
-    statement = plan_queue_vectors("m", {"a": np.zeros(3, dtype=np.float32), "b": np.ones(3, dtype=np.float32)})
-    model, ids, vectors = statement.args
-    assert (model, ids) == ("m", ["a", "b"])
-    assert all(isinstance(v, Vector) for v in vectors)
-    assert vectors[1].to_list() == [1.0, 1.0, 1.0]
+def test_the_write_takes_the_vectors_in_binary_form_by_id() -> None:
+    vectors = {"a": np.zeros(3, dtype=np.float32), "b": np.ones(3, dtype=np.float32)}
+    statement = plan_write(ROWS, "m", vectors, count_backlog=True)
+    model, ids, binary, count_backlog = statement.args[len(ITEM_COLUMNS) :]
+    assert (model, ids, count_backlog) == ("m", ["a", "b"], True)
+    assert all(isinstance(v, Vector) for v in binary)
+    assert binary[1].to_list() == [1.0, 1.0, 1.0]
 
 
 def test_a_forget_by_ids_names_each_once_and_keeps_to_the_reach() -> None:
@@ -56,6 +58,6 @@ def test_a_forget_by_filter_deletes_what_the_filter_admits_and_counts_the_live()
     assert "count(*) FILTER (WHERE live) FROM gone" in statement.sql and ["t"] in statement.args
 
 
-def test_thread_context_is_asked_for_every_thread_at_once() -> None:
-    statement = plan_thread_latest([("user:ana", "s1"), ("", "s2")], 2)
-    assert set(map(repr, statement.args)) == {repr(["user:ana", ""]), repr(["s1", "s2"]), "2"}
+def test_held_ids_and_thread_context_are_asked_for_at_once() -> None:
+    statement = plan_prior(["a", "b"], [("user:ana", "s1"), ("", "s2")], 2)
+    assert set(map(repr, statement.args)) == {repr(["a", "b"]), repr(["user:ana", ""]), repr(["s1", "s2"]), "2"}
