@@ -92,7 +92,9 @@ def test_the_quick_run_measures_every_operation_at_every_client_count_beside_lan
 
 def test_a_run_from_before_the_equal_recall_store_is_judged_against_langgraph_at_its_default() -> None:
     published = json.loads((Path(runs.__file__).parent / runs.PUBLISHED / f"{KIND}-n10000-wordllama.json").read_text())
-    assert "langgraph_vector_equal" not in published["cases"][0]["systems"]
+    for case in published["cases"]:
+        case["systems"].pop("langgraph_vector_equal", None)  # as a run made before it had none
+    published["setup"].pop("equal_recall", None)
     lines = concurrency_lines(published)
     fetches = [line for line in lines if line.startswith("| fetch")]
     assert fetches and all("| asearch (vector), default breadth |" in line for line in fetches)
