@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -158,22 +158,36 @@ async def test_a_write_wakes_the_background_indexer(pg_engine: PostgresEngine) -
     assert await indexed_count(pg_engine) == 50
 
 
-class CountingConnection:
-    """A pooled connection that adds up, per worker task, the vectors its moves put into the index."""
+class ObservedConnection:
+    """A pooled connection that shows ``observe`` each ``fetch`` and ``fetchval`` statement with its answer."""
 
-    def __init__(self, connection: Any, moved: dict[str, int]) -> None:
+    def __init__(self, connection: Any, observe: Callable[[str, Any], None]) -> None:
         self._connection = connection
-        self._moved = moved
+        self._observe = observe
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._connection, name)
 
+    async def fetch(self, sql: str, *args: Any) -> Any:
+        rows = await self._connection.fetch(sql, *args)
+        self._observe(sql, rows)
+        return rows
+
     async def fetchval(self, sql: str, *args: Any) -> Any:
         value = await self._connection.fetchval(sql, *args)
-        if "INSERT INTO engram_embeddings" in sql:
-            worker = asyncio.current_task().get_name()  # type: ignore[union-attr]
-            self._moved[worker] = self._moved.get(worker, 0) + int(value)
+        self._observe(sql, value)
         return value
+
+
+def observed(engine: PostgresEngine, observe: Callable[[str, Any], None]) -> Callable[[], Any]:
+    """``engine``'s pool as the indexer takes it, each connection an ``ObservedConnection``."""
+
+    @asynccontextmanager
+    async def connection() -> AsyncIterator[Any]:
+        async with engine.connection() as pooled:
+            yield ObservedConnection(pooled, observe)
+
+    return connection
 
 
 async def test_several_workers_index_every_vector_once_and_share_the_work(unindexed: PostgresEngine) -> None:
@@ -182,12 +196,12 @@ async def test_several_workers_index_every_vector_once_and_share_the_work(uninde
         await unindexed.store_many([learning(f"shared out {n}") for n in range(start, start + 100)])
     moved: dict[str, int] = {}
 
-    @asynccontextmanager
-    async def counting() -> AsyncIterator[Any]:
-        async with unindexed.connection() as connection:
-            yield CountingConnection(connection, moved)
+    def count_moved(sql: str, value: Any) -> None:
+        if "INSERT INTO engram_embeddings" in sql:  # a move: per worker task, the vectors it indexed
+            worker = asyncio.current_task().get_name()  # type: ignore[union-attr]
+            moved[worker] = moved.get(worker, 0) + int(value)
 
-    indexer = VectorIndexer(counting, workers=3, step=5)
+    indexer = VectorIndexer(observed(unindexed, count_moved), workers=3, step=5)
     indexer.start()
     try:
         await until_indexed(unindexed)
@@ -485,34 +499,16 @@ async def test_a_rebuild_that_fails_is_undone_and_the_backlog_indexed_vector_by_
         assert "SQLSTATE 22023" in warning and "maintenance_work_mem" not in warning
 
 
-class ClaimCounting:
-    """A pooled connection that counts the indexer's claims (each a transaction reading the backlog)."""
-
-    def __init__(self, connection: Any, claims: list[int]) -> None:
-        self._connection = connection
-        self._claims = claims
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._connection, name)
-
-    async def fetch(self, sql: str, *args: Any) -> Any:
-        rows = await self._connection.fetch(sql, *args)
-        if "FOR UPDATE SKIP LOCKED" in sql:
-            self._claims.append(len(rows))
-        return rows
-
-
 async def test_a_trickle_of_one_item_writes_costs_one_claim_each(unindexed: PostgresEngine) -> None:
     """A write wakes one worker, which moves what it finds and then waits: no empty claims by the
     other workers, none after each move (they were two of every three claims)."""
     claims: list[int] = []
 
-    @asynccontextmanager
-    async def counting() -> AsyncIterator[Any]:
-        async with unindexed.connection() as connection:
-            yield ClaimCounting(connection, claims)
+    def count_claims(sql: str, rows: Any) -> None:
+        if "FOR UPDATE SKIP LOCKED" in sql:  # a claim: a transaction reading the backlog
+            claims.append(len(rows))
 
-    indexer = VectorIndexer(counting, workers=2, poll_s=3600)
+    indexer = VectorIndexer(observed(unindexed, count_claims), workers=2, poll_s=3600)
     indexer.start()
     try:
         for _ in range(2000):  # each worker looks once as it starts, and finds nothing
