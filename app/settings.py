@@ -68,7 +68,7 @@ class Settings(BaseSettings):
     embedding_dim: int | None = Field(default=None, ge=1, le=4_000)
     # A fastembed model name (embedder fastembed) or the endpoint's model (embedder openai).
     embedding_model: str | None = None
-    # onnxruntime threads per encoder call; unset: every core.
+    # Cores an onnx encoder call uses (stored texts: that many single-threaded runs at once); unset: every core.
     embedding_threads: int | None = Field(default=None, ge=1)
     # Instruction prefixes; unset: what the model family expects (app/embeddings/prefixes.py).
     embedding_query_prefix: str | None = None

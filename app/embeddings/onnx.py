@@ -4,13 +4,15 @@ Two sources: the bundled models (BUNDLED: int8 weights from registry packages, c
 their sha256; no network, ever), or any model fastembed can fetch by name, for a machine that
 reaches the model hub. fastembed tokenizes, pads each model run to its longest text, runs the
 model and pools (a batch goes in as runs of texts of like length); the calls run off the event
-loop, one at a time (each already uses every core it is given).
+loop, one at a time, each on every core it is given: a batch of stored texts as several
+single-threaded runs at once (lanes), a query as one run spread over the threads.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -132,32 +134,35 @@ class OnnxEmbedder:
         threads = threads or os.cpu_count() or 1
         if model in BUNDLED:
             bundled = BUNDLED[model]
-            weights = bundled_weights(bundled.name)  # verified once, for both sessions
-            registered = _registered(bundled, weights)
+            registered = _registered(bundled, bundled_weights(bundled.name))
             tokenizer = str(packaged(bundled.tokenizer_package, bundled.tokenizer))
 
-            def loaded() -> TextEmbedding:
-                # fastembed joins the model file to the tokenizer's folder; an absolute path stays itself.
-                return TextEmbedding(registered, specific_model_path=tokenizer, threads=threads, local_files_only=True)
-
-            self._model = loaded()
-            self._query_model = _sleeping_between_runs(loaded(), weights, threads)
+            # fastembed joins the model file to the tokenizer's folder; an absolute path stays itself.
+            # One single-threaded session: a small model's query runs no faster spread over threads
+            # (docs/tuning.md#query-encoding).
+            self._model = TextEmbedding(registered, specific_model_path=tokenizer, threads=1, local_files_only=True)
+            self._query_model = self._model
             self._name, dimension = bundled.name, bundled.dimension
             self._run_size = 1 if bundled.runs_alone else SUB_BATCH
         else:
+            cache = str(cache_dir) if cache_dir else None
             try:
-                self._model = TextEmbedding(model, cache_dir=str(cache_dir) if cache_dir else None, threads=threads)
+                self._model = TextEmbedding(model, cache_dir=cache, threads=1)
             except ValueError as error:  # a name fastembed does not know
                 raise ConfigError(f"fastembed cannot load {model!r}: {error}") from None
             self._name, dimension = f"fastembed:{model}", int(self._model.embedding_size)
             self._run_size = SUB_BATCH
-            self._query_model = self._model
+            # The same files again, from the cache the first load filled.
+            self._query_model = TextEmbedding(model, cache_dir=cache, threads=threads) if threads > 1 else self._model
         self._dimension = dimension
         default_query, default_document = prefixes_for(model)
         self._query_prefix = default_query if query_prefix is None else query_prefix
         self._document_prefix = default_document if document_prefix is None else document_prefix
         # One encoder call at a time: each already spreads over every thread it was given.
         self._turn = anyio.Lock()
+        # Stored texts: ``threads`` single-threaded model runs at once (docs/tuning.md#encoder-lanes).
+        self._lanes = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="engram-encoder")
+        self._lane_count = threads
 
     @property
     def name(self) -> str:
@@ -182,11 +187,24 @@ class OnnxEmbedder:
         prefixed = [prefix + text for text in texts] if prefix else texts
         order = sorted(range(len(prefixed)), key=lambda position: len(prefixed[position]))
         shortest_first = [prefixed[position] for position in order]
-        model = self._query_model if queries else self._model
-        vectors = np.stack(list(model.embed(shortest_first, batch_size=self._run_size)))
+        if queries:
+            vectors = _embedded(self._query_model, shortest_first, self._run_size)
+        else:
+            vectors = self._in_lanes(shortest_first)
         restored = np.empty((len(prefixed), vectors.shape[1]), dtype=np.float32)
         restored[order] = vectors
         return restored
+
+    def _in_lanes(self, texts: list[str]) -> np.ndarray:
+        """``texts``' vectors, each model run a task the lanes take in turn as they come free, on the
+        single-threaded session (onnxruntime runs one session from several threads at once). A lane
+        slowed by other work on its core takes fewer runs instead of holding the others back; the
+        runs are the ones a single lane makes, so the vectors are too."""
+        size = self._run_size
+        runs = [texts[start : start + size] for start in range(0, len(texts), size)]
+        if self._lane_count == 1 or len(runs) == 1:
+            return _embedded(self._model, texts, size)
+        return np.concatenate(list(self._lanes.map(lambda run: _embedded(self._model, run, size), runs)))
 
     async def _run(self, texts: list[str], prefix: str, *, queries: bool) -> np.ndarray:
         async with self._turn:
@@ -199,27 +217,13 @@ class OnnxEmbedder:
         return await self._run(texts, self._query_prefix, queries=True)
 
     async def aclose(self) -> None:
-        """Nothing to release: the model lives in this process until it ends."""
+        """Nothing to release: the model and its lanes' idle threads live in this process until it ends
+        (an embedder may be shared, and used after one of its users closes)."""
 
 
-def _sleeping_between_runs(model: TextEmbedding, weights: Path, threads: int) -> TextEmbedding:
-    """``model`` on a session whose threads sleep between runs instead of spinning.
-
-    onnxruntime's threads spin for a while after each run, holding the cores; after a query is
-    encoded that is when PostgreSQL searches for it, and the search ran slower for it. Stored texts
-    come in long series, where spinning saves every run its wake-up, so only queries get this
-    session (docs/tuning.md#query-encoding).
-    """
-    import onnxruntime as ort
-
-    options = ort.SessionOptions()
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    options.intra_op_num_threads = options.inter_op_num_threads = threads
-    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    options.add_session_config_entry("session.inter_op.allow_spinning", "0")
-    # fastembed builds its session with no way to pass these; its runner is kept, the session swapped.
-    model.model.model = ort.InferenceSession(str(weights), sess_options=options, providers=["CPUExecutionProvider"])
-    return model
+def _embedded(model: TextEmbedding, texts: list[str], run_size: int) -> np.ndarray:
+    """``model``'s vectors for ``texts``, ``run_size`` texts to a model run, in their order."""
+    return np.stack(list(model.embed(texts, batch_size=run_size)))
 
 
 def _registered(bundled: Bundled, weights: Path) -> str:

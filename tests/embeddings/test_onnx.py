@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -79,13 +80,42 @@ def test_retrieval_models_get_their_instruction_prefixes() -> None:
     assert prefixes_for("sentence-transformers/all-MiniLM-L6-v2") == ("", "")
 
 
-async def test_queries_run_on_a_session_whose_threads_sleep_and_get_the_same_vectors(minilm: OnnxEmbedder) -> None:
-    """Spinning threads after a query's run held the cores PostgreSQL searched on; a query's vector is
-    the one the stored-text session would make for the same prefixed text."""
+async def test_a_bundled_model_encodes_queries_on_its_one_single_threaded_session(minilm: OnnxEmbedder) -> None:
+    """A query runs on the stored texts' session, of one thread: no thread of its own spins on the cores
+    PostgreSQL then searches on (they did, and slowed the search); the vector is the one the same
+    prefixed text gets as a stored text."""
     question = "Where does the user live now?"
-    (from_query_session,) = await minilm.embed_queries([question])
-    (from_document_session,) = minilm.encode([question], minilm._query_prefix)
-    assert np.abs(from_query_session - from_document_session).max() < 1e-5
-    options = minilm._query_model.model.model.get_session_options()
-    assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
-    assert minilm._model.model.model is not minilm._query_model.model.model
+    (from_query,) = await minilm.embed_queries([question])
+    (as_stored,) = minilm.encode([question], minilm._query_prefix)
+    assert np.array_equal(from_query, as_stored)
+    assert minilm._query_model is minilm._model
+    assert minilm._model.model.model.get_session_options().intra_op_num_threads == 1
+
+
+def test_stored_texts_run_in_lanes_at_once_on_a_single_threaded_session_with_the_vectors_of_one_lane() -> None:
+    """A batch's model runs are tasks for ``threads`` lanes, which run them at the same time (a lane
+    that ran alone would leave the barrier waiting), on a session of one thread; the vectors, in
+    the caller's order, are the ones a single lane makes."""
+    words = ["deploy", "the", "billing", "service", "after", "the", "migration", "passes", "review"]
+    texts = [" ".join(words[: 1 + (i * 5) % len(words)]) * (1 + i % 3) for i in range(2 * SUB_BATCH + 3)]
+    one_lane = OnnxEmbedder("all-minilm-l6-v2", threads=1).encode(texts)
+    lanes = OnnxEmbedder("all-minilm-l6-v2", threads=2)
+    assert lanes._model.model.model.get_session_options().intra_op_num_threads == 1
+    both_running = threading.Barrier(2, timeout=10)
+    runner = lanes._model.model
+    run_alone = runner.onnx_embed
+    met: set[int] = set()
+
+    def meeting_the_other_lane(documents: list[str], **kwargs: object) -> object:
+        if threading.get_ident() not in met:
+            met.add(threading.get_ident())
+            both_running.wait()  # BrokenBarrierError unless the other lane is running at the same time
+        return run_alone(documents, **kwargs)
+
+    runner.onnx_embed = meeting_the_other_lane
+    try:
+        in_lanes = lanes.encode(texts)
+    finally:
+        del runner.onnx_embed
+    assert len(met) == 2
+    assert np.array_equal(in_lanes, one_lane)
