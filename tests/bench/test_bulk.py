@@ -131,7 +131,12 @@ def test_a_million_loaded_by_import_is_judged_on_the_absolute_targets_and_never_
     memory, met = rows["resident memory of the service and of PostgreSQL reported (at 1M)"]
     assert met is True
     assert memory.startswith("service 410 MiB (peak 650), PostgreSQL 2,600 MiB PSS over 19 processes")
-    assert rows["the whole run at 1M (not a target; docs/benchmarks.md expects ~90 min)"] == ("50.0 min", None)
+    assert rows["the whole run at 1M (not a target; docs/benchmarks.md#one-million-items---load-import)"] == (
+        "50.0 min",
+        None,
+    )
+    # At 1M hybrid has its own bound (20 ms); the ratio to vector is a 100k target, shown for information.
+    assert rows["hybrid/tag p50 ≤ 1.3× Engram's vector/tag p50 (target is at 100k)"] == ("1.00× (8.00 ms)", None)
 
     at_100k = {t for t, _, _ in targets(imported_run(100_000, 8.0), [])}
     assert "the whole run at 100k within 20 minutes" not in at_100k, "a bound on the run of all three systems"
