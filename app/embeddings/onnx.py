@@ -5,7 +5,7 @@ their sha256; no network, ever), or any model fastembed can fetch by name, for a
 reaches the model hub. fastembed tokenizes, pads each model run to its longest text, runs the
 model and pools (a batch goes in as runs of texts of like length); the calls run off the event
 loop, one at a time, each on every core it is given: a batch of stored texts as several
-single-threaded runs at once (lanes), a query as one run spread over the threads.
+single-threaded runs at once (lanes); a query is one run, on one thread for a bundled model.
 """
 
 from __future__ import annotations
