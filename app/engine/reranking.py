@@ -12,6 +12,7 @@ wheel as the default embedder, its file checked against its sha256, run by faste
 from __future__ import annotations
 
 import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -34,7 +35,9 @@ class CrossEncoder:
     """Scores (question, text) pairs, each pair in a model run of its own.
 
     The int8 model quantises its activations with scales taken over a whole run, so a pair's
-    score would depend on the pairs run beside it, and the order of a page on the page.
+    score would depend on the pairs run beside it, and the order of a page on the page. A run of
+    one pair is too small to share between threads: the runs go to lanes, one thread each, as
+    many at once as the encoder has threads (docs/tuning.md#encoder-lanes).
     """
 
     def __init__(self, *, threads: int | None = None) -> None:
@@ -53,10 +56,11 @@ class CrossEncoder:
         self._model = TextCrossEncoder(
             _FASTEMBED_NAME,
             specific_model_path=str(folder),
-            threads=threads or os.cpu_count() or 1,
+            threads=1,
             local_files_only=True,
         )
-        self._turn = anyio.Lock()  # one run at a time: each already uses every thread it was given
+        self._lanes = ThreadPoolExecutor(max_workers=threads or os.cpu_count() or 1, thread_name_prefix="engram-rerank")
+        self._turn = anyio.Lock()  # one call at a time: each already uses every lane
 
     @property
     def name(self) -> str:
@@ -64,7 +68,11 @@ class CrossEncoder:
 
     def score(self, question: str, texts: list[str]) -> list[float]:
         """How well each text answers ``question`` (a logit: higher is better), in their order."""
-        return [float(score) for score in self._model.rerank(question, texts, batch_size=1)]
+        return list(self._lanes.map(lambda text: self._judged(question, text), texts))
+
+    def _judged(self, question: str, text: str) -> float:
+        (score,) = self._model.rerank(question, [text], batch_size=1)
+        return float(score)
 
     async def scores(self, question: str, texts: list[str]) -> list[float]:
         async with self._turn:

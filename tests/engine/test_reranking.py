@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import AsyncIterator
 
 import pytest
@@ -42,6 +43,34 @@ def test_a_pairs_score_does_not_depend_on_the_pairs_beside_it(cross_encoder: Cro
     texts = ["Paris is the capital of France.", "Bananas are yellow. " * 30, "France", "Lisbon is in Portugal."]
     together = cross_encoder.score(question, texts)
     assert together == [cross_encoder.score(question, [text])[0] for text in texts]
+
+
+def test_pairs_are_judged_in_lanes_at_once_on_a_single_threaded_session() -> None:
+    """Each pair is a task for the lanes, which run at the same time (a lane that ran alone would
+    leave the barrier waiting), on a session of one thread, with the scores one lane gives."""
+    question = "Where does the user live now?"
+    texts = ["I live in Lisbon now.", "Deploys are on Thursdays.", "The cat sleeps.", "Lisbon is sunny."]
+    one_lane = CrossEncoder(threads=1).score(question, texts)
+    lanes = CrossEncoder(threads=2)
+    runner = lanes._model.model
+    assert runner.model.get_session_options().intra_op_num_threads == 1
+    both_running = threading.Barrier(2, timeout=10)
+    met: set[int] = set()
+    run_alone = runner.onnx_embed
+
+    def meeting_the_other_lane(query: str, documents: list[str], **kwargs: object) -> object:
+        if threading.get_ident() not in met:
+            met.add(threading.get_ident())
+            both_running.wait()  # BrokenBarrierError unless the other lane is running at the same time
+        return run_alone(query, documents, **kwargs)
+
+    runner.onnx_embed = meeting_the_other_lane
+    try:
+        judged = lanes.score(question, texts)
+    finally:
+        del runner.onnx_embed
+    assert len(met) == 2
+    assert judged == one_lane
 
 
 async def test_the_first_hits_take_the_judged_order_and_every_place_keeps_its_score(
