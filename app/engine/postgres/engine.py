@@ -298,6 +298,13 @@ class PostgresEngine:
         if self._answerer is not None:
             await self._answerer.aclose()
 
+    async def finish_token_vectors(self) -> None:
+        """Make every late-interaction token vector the items lack now (the token writer would, in
+        time); nothing without late interaction."""
+        if self._tokens is not None:
+            with database_errors():
+                await self._tokens.catch_up()
+
     async def finish_indexing(self) -> None:
         """Move the whole vector backlog into the index now (the indexer would, shortly); a backlog
         that would at least double the index by building the index afresh (indexer.worth_rebuilding)."""
