@@ -86,6 +86,9 @@ class Settings(BaseSettings):
     # The depth that found most on the dev split: docs/tuning.md#re-ranking-depth.
     reranker: Literal["none", "cross-encoder"] = "none"
     rerank_depth: int = Field(default=20, ge=2, le=100)
+    # Late interaction (app/embeddings/late.py): token vectors made for each item after its write, and
+    # the first hits of vector (100) and hybrid (20) re-scored by them. Off: measured, not yet the default.
+    late_interaction: bool = False
 
     # Recall answers by a language model (docs/answers-llm.md); off while the URL is unset (extractive only).
     # The API base of an OpenAI-compatible chat server, e.g. http://localhost:11434/v1 (Ollama).

@@ -48,7 +48,9 @@ class PrivateService:
 
     async def settle(self) -> None:
         """Gather the statistics keyword ranking reads, as autovacuum would in its own time: asked
-        while it ran, a question's modes would be ranked over different statistics."""
+        while it ran, a question's modes would be ranked over different statistics. With late
+        interaction, every item's token vectors are made first, as they are in time."""
+        await self.engine.finish_token_vectors()
         await self.engine.gather_statistics()
 
 

@@ -25,7 +25,7 @@ async def truncate(engine: PostgresEngine) -> None:
     async with engine.connection() as connection:
         await connection.execute(
             "TRUNCATE engram_items, engram_vector_backlog, engram_embeddings, engram_sketch_postings, engram_keys,"
-            " engram_forgotten, engram_retention"
+            " engram_forgotten, engram_retention, engram_token_vectors"
         )
 
 

@@ -15,6 +15,7 @@ import secrets
 from contextlib import AbstractAsyncContextManager
 from datetime import datetime
 
+import anyio.to_thread
 import asyncpg
 import numpy as np
 
@@ -49,11 +50,13 @@ from app.contract.requests import (
 )
 from app.contract.transfer import ExportPage, ExportRequest, ExportRow, GivenVector, kept_vectors
 from app.embeddings.errors import embedder_errors
+from app.embeddings.late import LateInteraction, maxsim
 from app.embeddings.protocol import Embedder
 from app.engine import answers, consistency
 from app.engine.context import BEFORE_ITEMS, ThreadKey, texts_to_embed, thread_of
 from app.engine.cursors import CursorCodec, listing_position, listing_seen, scope_of
 from app.engine.grounded import GroundedAnswerer
+from app.engine.interaction import rescored
 from app.engine.keywords import KeywordQuery
 from app.engine.postgres.combiner import StoreCombiner
 from app.engine.postgres.errors import classify, database_errors
@@ -92,13 +95,14 @@ from app.engine.postgres.queries.writes import (
     plan_prior,
     plan_write,
 )
-from app.engine.postgres.ranking import Rankings
+from app.engine.postgres.ranking import Rankings, concurrently
 from app.engine.postgres.replica import ReadRouter
 from app.engine.postgres.retention import PostgresRetention
 from app.engine.postgres.rows import hit_of, item_row
 from app.engine.postgres.schema import driver_url, ensure_current
 from app.engine.postgres.supervisor import EmbeddedSupervisor
 from app.engine.postgres.sweeper import Sweeper
+from app.engine.postgres.tokens import TokenWriter, plan_read, read_rows
 from app.engine.receipts import new_receipt
 from app.engine.reranking import Reranker
 from app.telemetry.metrics import ITEMS_FORGOTTEN, ITEMS_STORED
@@ -133,6 +137,7 @@ class PostgresEngine:
         reranker: Reranker | None = None,
         supervisor: EmbeddedSupervisor | None = None,
         reads: ReadRouter | None = None,
+        late: LateInteraction | None = None,
     ) -> None:
         self._pools = pools
         self._supervisor = supervisor  # None: a database reached by URL, or one whose keeper is elsewhere
@@ -141,6 +146,8 @@ class PostgresEngine:
         self._options = options or EngineOptions()
         self._answerer = answerer  # None: extractive answers only; closed with the engine
         self._reranker = reranker  # None: hybrid keeps the fused order
+        self._late = late  # None: no late interaction (ENGRAM_LATE_INTERACTION off)
+        self._tokens = TokenWriter(self.connection, late) if late is not None else None
         self._owns_embedder = owns_embedder
         self._indexer = VectorIndexer(self.connection, workers=self._options.indexer.workers)
         self._facets = FacetFolder(self.connection)
@@ -189,6 +196,7 @@ class PostgresEngine:
         reranker: Reranker | None = None,
         supervisor: EmbeddedSupervisor | None = None,
         read_url: str | None = None,
+        late: LateInteraction | None = None,
     ) -> PostgresEngine:
         """Open the pools, read the settings the schema was made with, start the vector indexer.
 
@@ -199,7 +207,8 @@ class PostgresEngine:
         without one they are extractive. A ``reranker`` (app/engine/reranking.py) re-orders hybrid's
         first hits. A ``supervisor`` (supervisor.py) keeps the embedded server running while the engine
         is open. With a ``read_url`` (a streaming replica of ``url``'s database) the requests' reads
-        run there (replica.py).
+        run there (replica.py). With ``late`` (app/embeddings/late.py) items get token vectors after
+        their write (tokens.py) and the rankings' first hits are re-scored by them.
         """
         options = options or EngineOptions()
         with database_errors():
@@ -232,11 +241,14 @@ class PostgresEngine:
             reranker=reranker,
             supervisor=supervisor,
             reads=reads,
+            late=late,
         )
         if supervisor is not None:
             supervisor.start()
         if options.indexer.background:
             connected._indexer.start()  # which first indexes whatever a crash left queued
+            if connected._tokens is not None:
+                connected._tokens.start()  # which first makes what the items lack
         if options.undo.window_s > 0:
             connected._undo.start()
         if options.retention.sweep_every_s > 0:
@@ -274,6 +286,8 @@ class PostgresEngine:
         if self._supervisor is not None:
             await self._supervisor.stop()
         await self._indexer.stop()
+        if self._tokens is not None:
+            await self._tokens.stop()
         await self._facets.stop()
         await self._undo.stop()
         await self._expired.stop()
@@ -283,6 +297,13 @@ class PostgresEngine:
             await self._embedder.aclose()
         if self._answerer is not None:
             await self._answerer.aclose()
+
+    async def finish_token_vectors(self) -> None:
+        """Make every late-interaction token vector the items lack now (the token writer would, in
+        time); nothing without late interaction."""
+        if self._tokens is not None:
+            with database_errors():
+                await self._tokens.catch_up()
 
     async def finish_indexing(self) -> None:
         """Move the whole vector backlog into the index now (the indexer would, shortly); a backlog
@@ -407,6 +428,8 @@ class PostgresEngine:
         ITEMS_STORED.inc(len(inserted))
         if inserted:
             self._indexer.wake(len(inserted))
+            if self._tokens is not None:
+                self._tokens.wrote()
         if backlog is not None and backlog > self._backlog_limit:
             await self._indexer.catch_up(to=self._backlog_limit)
         seen: set[str] = set()
@@ -551,16 +574,57 @@ class PostgresEngine:
         keywords = KeywordQuery.parse(query)
         if mode == "keyword":
             return [] if keywords.is_empty else await self._keyword(keywords, request_filter, offset, count)
+        depth, weight = self._late_reach(mode, offset)
         with embedder_errors():
-            (vector,) = await self._embedder.embed_queries([query])
+            if depth:
+                (vector,), question = await concurrently(self._embedder.embed_queries([query]), self._question(query))
+            else:
+                (vector,) = await self._embedder.embed_queries([query])
         if mode == "vector":
-            return await self._vector(vector, request_filter, offset, count)
+            if not depth:
+                return await self._vector(vector, request_filter, offset, count)
+            hits = await self._vector(vector, request_filter, 0, max(offset + count, depth))
+            return (await self._rescored(question, hits, weight, depth))[offset : offset + count]
         if self._reranker is None or not self._reranker.reaches(offset):
-            return await self._hybrid(keywords, vector, request_filter, offset, count)
+            if not depth:
+                return await self._hybrid(keywords, vector, request_filter, offset, count)
+            hits = await self._hybrid(keywords, vector, request_filter, 0, max(offset + count, depth))
+            return (await self._rescored(question, hits, weight, depth))[offset : offset + count]
         # Every page that holds re-ranked hits re-ranks the same first ones: one order for all pages.
         end = max(offset + count, self._reranker.depth)
         ranked = await self._hybrid(keywords, vector, request_filter, 0, end)
         return (await self._reranker.reorder(query, ranked))[offset : offset + count]
+
+    def _late_reach(self, mode: str, offset: int) -> tuple[int, float]:
+        """How many of the ranking's first hits late interaction re-scores for a page at ``offset``,
+        and MaxSim's weight; (0, 0) when it re-scores none of the page's (or the cross-encoder
+        re-ranks hybrid instead)."""
+        late = self._options.late
+        if self._late is None:
+            return 0, 0.0
+        if mode == "vector":
+            depth, weight = late.vector_depth, late.vector_weight
+        elif self._reranker is None:
+            depth, weight = late.hybrid_depth, late.hybrid_weight
+        else:
+            return 0, 0.0
+        return (depth, weight) if offset < depth else (0, 0.0)
+
+    async def _question(self, query: str) -> np.ndarray:
+        assert self._late is not None
+        return await anyio.to_thread.run_sync(self._late.question, query)
+
+    async def _rescored(self, question: np.ndarray, hits: list[Hit], weight: float, depth: int) -> list[Hit]:
+        """``hits`` with the first ``depth`` re-scored by MaxSim over their stored token vectors; the
+        ones not made yet are asked of the token writer and keep their standing meanwhile."""
+        assert self._late is not None and self._tokens is not None
+        head = [hit.id for hit in hits[:depth]]
+        tokens = read_rows(await self._read(plan_read(self._late.name, head)), self._late.dimension)
+        if missing := [item_id for item_id in head if item_id not in tokens]:
+            self._tokens.want(missing)
+        known = [item_id for item_id in head if item_id in tokens]
+        scores = dict(zip(known, maxsim(question, [tokens[item_id] for item_id in known]).tolist(), strict=True))
+        return rescored(hits, scores, weight, depth)
 
     async def run(self, statement: Statement) -> list[asyncpg.Record]:
         """One statement on a pooled connection (the generic-plan pool's when it says so), in one round

@@ -121,6 +121,19 @@ class RetentionOptions:
 
 
 @dataclass(frozen=True)
+class LateOptions:
+    """How late interaction re-scores a ranking's first hits (app/engine/interaction.py), when the
+    engine has a late-interaction encoder (ENGRAM_LATE_INTERACTION)."""
+
+    vector_depth: int = 100  # docs/tuning.md#late-interaction
+    """How many of the vector ranking's first hits are re-scored."""
+    vector_weight: float = 0.7  # docs/tuning.md#late-interaction
+    """MaxSim's share of a re-scored vector hit's score; its cosine's is the rest."""
+    hybrid_depth: int = 20  # docs/tuning.md#late-interaction
+    hybrid_weight: float = 0.5  # docs/tuning.md#late-interaction
+
+
+@dataclass(frozen=True)
 class EngineOptions:
     """Everything PostgresEngine.connect is tuned by."""
 
@@ -140,3 +153,5 @@ class EngineOptions:
     """Reads on a replica (used only with one)."""
     retention: RetentionOptions = field(default_factory=RetentionOptions)
     """The sweeper of expired items."""
+    late: LateOptions = field(default_factory=LateOptions)
+    """Re-scoring by late interaction (used only with its encoder)."""

@@ -7,6 +7,7 @@ from typing import Any
 
 import anyio.to_thread
 
+from app.embeddings.late import LateInteraction
 from app.embeddings.protocol import Embedder
 from app.embeddings.registry import build_embedder
 from app.engine import answers
@@ -52,6 +53,11 @@ async def open_postgres_engine(
     embedder = embedder or await anyio.to_thread.run_sync(build_embedder, settings)
     answerer = GroundedAnswerer.from_settings(settings)
     reranker = await anyio.to_thread.run_sync(Reranker.from_settings, settings)
+    late = (
+        await anyio.to_thread.run_sync(lambda: LateInteraction(threads=settings.embedding_threads))
+        if settings.late_interaction
+        else None
+    )
     try:
         url, embedded = await open_database(settings, embedder.dimension)
         engine = await PostgresEngine.connect(
@@ -65,6 +71,7 @@ async def open_postgres_engine(
             # The embedded server, started again should it die while the engine is open.
             supervisor=EmbeddedSupervisor(embedded, settings.data_dir) if embedded is not None else None,
             read_url=settings.read_database_url.get_secret_value() if settings.read_database_url else None,
+            late=late,
         )
     except BaseException:
         await embedder.aclose()  # a refused start leaves no connection to the endpoint behind
@@ -73,6 +80,8 @@ async def open_postgres_engine(
         raise
     answering = answerer.name if answerer is not None else answers.MODEL
     ranking = f", re-ranking the first {reranker.depth} by {reranker.model.name}" if reranker is not None else ""
+    if late is not None:
+        ranking += f", late interaction by {late.name}"
     read_url = settings.read_database_url
     reads = f", reads on {schema.redacted(read_url.get_secret_value())}" if read_url is not None else ""
     logger.info(

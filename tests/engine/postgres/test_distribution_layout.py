@@ -24,6 +24,7 @@ DISTRIBUTED = {
     "engram_embeddings": "item_id",
     "engram_vector_backlog": "item_id",
     "engram_sketch_postings": "item_id",
+    "engram_token_vectors": "item_id",
     "engram_forgotten": "id",
 }
 REFERENCE = {"engram_settings", "engram_keys", "engram_retention"}

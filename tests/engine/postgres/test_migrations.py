@@ -143,6 +143,7 @@ async def test_upgrade_downgrade_upgrade_keeps_what_it_promises(
         "engram_keys",
         "engram_forgotten",
         "engram_retention",
+        "engram_token_vectors",
     }
 
     engine = await PostgresEngine.connect(url, embedder)

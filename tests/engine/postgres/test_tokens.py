@@ -1,0 +1,125 @@
+"""Late interaction in the engine: token vectors made after the write, the first hits re-scored by them."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import numpy as np
+import pytest
+
+from app.contract.requests import FetchRequest, ForgetByIds, Hit
+from app.embeddings.late import LateInteraction, maxsim, unpacked
+from app.embeddings.protocol import Embedder
+from app.engine.interaction import rescored
+from app.engine.postgres.engine import PostgresEngine
+from app.engine.postgres.options import EngineOptions, IndexerOptions, LateOptions, PoolOptions
+from app.settings import Settings
+from tests.engine.postgres.support import learning
+
+# Turns about the question's words: the dense ranking and MaxSim order them apart.
+TEXTS = [
+    "user: I moved to Lisbon in March, the flat is near the river.",
+    "assistant: Moving is hard; Lisbon is lovely in spring.",
+    "user: My sister still lives in Porto with her two cats.",
+    "user: We deploy the billing service on Thursdays only.",
+    "user: The river cruise in Lisbon was the best part of the trip.",
+    "user: Where I live now the trams are yellow and old.",
+    "assistant: Porto and Lisbon are the two largest cities of Portugal.",
+    "user: I used to live in Berlin before the move.",
+    "user: Rent in the new flat is lower than in Berlin.",
+    "user: The cats hate the tram noise.",
+    "assistant: Spring in Portugal is mild.",
+    "user: Our team moved the standup to 10am.",
+]
+QUESTION = "Where does the user live now?"
+
+
+@pytest.fixture(scope="module")
+def late() -> LateInteraction:
+    return LateInteraction(threads=2)
+
+
+@pytest.fixture
+async def late_engine(
+    pg_engine: PostgresEngine, database_url: str, embedder: Embedder, late: LateInteraction
+) -> AsyncIterator[PostgresEngine]:
+    """A second engine on the test's clean database, with late interaction; its token writer is
+    stepped by the tests (no background tasks), so each test says when token vectors exist."""
+    options = EngineOptions(pool=PoolOptions(size=4), indexer=IndexerOptions(background=False))
+    engine = await PostgresEngine.connect(database_url, embedder, options=options, late=late)
+    yield engine
+    await engine.close()
+
+
+async def token_rows(engine: PostgresEngine) -> dict[str, bytes]:
+    async with engine.connection() as connection:
+        rows = await connection.fetch("SELECT item_id, vectors FROM engram_token_vectors")
+    return {row["item_id"]: row["vectors"] for row in rows}
+
+
+def expected_order(hits: list[Hit], late: LateInteraction, weight: float, depth: int) -> list[str]:
+    """The ids as the engine should order them: MaxSim over each hit's own words, computed here."""
+    question = late.question(QUESTION)
+    texts = {text.split(": ", 1)[1]: text for text in TEXTS}
+    words = [next(own for own, text in texts.items() if text == hit.text) for hit in hits[:depth]]
+    scores = maxsim(question, late.items(words))
+    judged = dict(zip((hit.id for hit in hits[:depth]), scores.tolist(), strict=True))
+    return [hit.id for hit in rescored(hits, judged, weight, depth)]
+
+
+async def test_token_vectors_are_made_after_the_write_from_an_items_own_words_and_go_with_a_forget(
+    late_engine: PostgresEngine, late: LateInteraction
+) -> None:
+    receipts = await late_engine.store_many([learning(text) for text in TEXTS[:3]])
+    assert await token_rows(late_engine) == {}  # the write did not wait for them
+    assert late_engine._tokens is not None
+    assert await late_engine._tokens.catch_up() == 3
+    stored = await token_rows(late_engine)
+    assert sorted(stored) == sorted(r.id for r in receipts)
+    (own,) = late.items(["I moved to Lisbon in March, the flat is near the river."])  # the role prefix left out
+    assert np.array_equal(unpacked(stored[receipts[0].id], late.dimension), own)
+    assert await late_engine._tokens.catch_up() == 0
+    await late_engine.forget(ForgetByIds(ids=[receipts[0].id]))
+    assert sorted(await token_rows(late_engine)) == sorted(r.id for r in receipts[1:])
+
+
+@pytest.mark.parametrize(("mode", "weight"), [("vector", 0.7), ("hybrid", 0.5)])
+async def test_pages_are_cut_from_one_order_rescored_by_maxsim(
+    pg_engine: PostgresEngine, late_engine: PostgresEngine, late: LateInteraction, mode: str, weight: float
+) -> None:
+    await pg_engine.store_many([learning(text) for text in TEXTS])
+    assert late_engine._tokens is not None
+    await late_engine._tokens.catch_up()
+    first = (await pg_engine.fetch(FetchRequest(query=QUESTION, mode=mode, limit=12))).hits
+    whole = (await late_engine.fetch(FetchRequest(query=QUESTION, mode=mode, limit=12))).hits
+    depth = LateOptions().vector_depth if mode == "vector" else LateOptions().hybrid_depth
+    assert [h.id for h in whole] == expected_order(first, late, weight, depth)
+    assert [h.id for h in whole] != [h.id for h in first]  # re-scoring changed the order
+    assert [h.score for h in whole] == [h.score for h in first]  # each place keeps its score
+    paged: list[Hit] = []
+    cursor = None
+    while True:
+        page = await late_engine.fetch(FetchRequest(query=QUESTION, mode=mode, limit=5, cursor=cursor))
+        paged += page.hits
+        if page.next_cursor is None:
+            break
+        cursor = page.next_cursor
+    assert [h.id for h in paged] == [h.id for h in whole]
+    keyword = FetchRequest(query=QUESTION, mode="keyword", limit=12)
+    assert await late_engine.fetch(keyword) == await pg_engine.fetch(keyword)  # keyword is not re-scored
+
+
+async def test_a_hit_without_token_vectors_keeps_its_standing_and_is_asked_for(
+    pg_engine: PostgresEngine, late_engine: PostgresEngine
+) -> None:
+    await pg_engine.store_many([learning(text) for text in TEXTS])
+    request = FetchRequest(query=QUESTION, mode="vector", limit=12)
+    assert await late_engine.fetch(request) == await pg_engine.fetch(request)  # none made yet: the first order
+    assert late_engine._tokens is not None
+    assert await late_engine._tokens.step() == len(TEXTS)  # the ids the read asked for, made first
+    assert len(await token_rows(late_engine)) == len(TEXTS)
+
+
+def test_it_is_off_unless_settings_turn_it_on() -> None:
+    assert Settings().late_interaction is False
+    assert Settings(late_interaction=True).late_interaction is True
