@@ -68,6 +68,13 @@ class SketchOptions:
     """A filter the statistics bound to at most this many items is ranked by sketches."""
     candidates: int = 200  # docs/tuning.md#sketch-candidates
     """Sketch-nearest items ranked again by their vectors (at least four times the page's end)."""
+    max_share: float = 0.10  # docs/tuning.md#filters-at-a-million-items
+    """A filter bound to at most this share of the items is ranked by sketches too, up to ``max_sparse``
+    items: the walk steps past about 1/share items for each admitted one, and misses more of them."""
+    max_sparse: int = 100_000  # docs/tuning.md#filters-at-a-million-items
+    """The most items a filter ranked by sketches for its share may admit (the scan reads every one)."""
+    sparse_candidates: int = 400  # docs/tuning.md#filters-at-a-million-items
+    """``candidates`` for a filter ranked by sketches for its share: more admitted items, more re-ranked."""
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from app.engine.postgres.queries.keyword import plan_keyword
 from app.engine.postgres.queries.statement import Statement
 from app.engine.postgres.queries.statistics import TERM_STATISTICS, StatisticsCache, TermStatistics
 from app.engine.postgres.queries.vector import index_was_enough, plan_sketch, plan_vector
-from app.engine.postgres.selectivity import ranks_by_sketch
+from app.engine.postgres.selectivity import least_candidates
 
 # Runs one statement and returns its rows.
 Run = Callable[[Statement], Awaitable[Sequence[Row]]]
@@ -78,11 +78,16 @@ class Rankings:
             return []
         return list(await run(await self.keyword_statement(run, keywords, pred, offset, count)))
 
-    async def admits_few(self, run: Run, request_filter: Filter, pred: Predicate) -> bool:
-        """Whether a vector ranking under the filter is by sketches: its statistics bound it to few items."""
+    async def sketch_candidates(self, run: Run, request_filter: Filter, pred: Predicate) -> int | None:
+        """The least candidates a vector ranking under the filter re-ranks when it is by sketches (its
+        statistics bound it to few items, or to a small share of many); None when it walks the index."""
         if pred.admits_all:
-            return False
-        return ranks_by_sketch(request_filter, await self.statistics(run), self._options.sketch)
+            return None
+        return least_candidates(request_filter, await self.statistics(run), self._options.sketch)
+
+    async def admits_few(self, run: Run, request_filter: Filter, pred: Predicate) -> bool:
+        """Whether a vector ranking under the filter is by sketches."""
+        return await self.sketch_candidates(run, request_filter, pred) is not None
 
     async def vector_statement(
         self,
@@ -99,10 +104,11 @@ class Rankings:
         """The vector statement and whether its rows are the answer (else, should the index come back
         short, the exact scan follows). Without ``sketches`` a filter walks the index whatever it
         admits (what the engine did before migration 0008, bench/proposals.py)."""
-        if sketches and await self.admits_few(run, request_filter, pred):
+        least = await self.sketch_candidates(run, request_filter, pred) if sketches else None
+        if least is not None:
             keys = sketch_keys(request_filter)
-            sketch = self._options.sketch
-            return plan_sketch(vector, pred, keys, model=self._model, offset=offset, count=count, options=sketch), True
+            statement = plan_sketch(vector, pred, keys, model=self._model, offset=offset, count=count, candidates=least)
+            return statement, True
         statement = plan_vector(
             vector,
             pred,

@@ -27,7 +27,25 @@ def admitted_bound(request_filter: Filter, statistics: TermStatistics) -> float 
     return min(shares) * statistics.items if shares else None
 
 
+def least_candidates(request_filter: Filter, statistics: TermStatistics, options: SketchOptions) -> int | None:
+    """How many sketch-nearest items sketch_sql ranks again by their vectors, at least, when the filter
+    is ranked by sketches; None when the HNSW walk ranks it.
+
+    By sketches: a filter bound to ``max_admitted`` items (``candidates``), and one bound to at most
+    ``max_share`` of the items and ``max_sparse`` items (``sparse_candidates``): in a large store the
+    walk steps past ~1/share items for each admitted one (docs/tuning.md#filters-at-a-million-items).
+    Below ``max_admitted / max_share`` items the second clause admits nothing the first does not.
+    """
+    bound = admitted_bound(request_filter, statistics)
+    if bound is None:
+        return None
+    if bound <= options.max_admitted:
+        return options.candidates
+    if bound <= options.max_sparse and bound <= options.max_share * statistics.items:
+        return options.sparse_candidates
+    return None
+
+
 def ranks_by_sketch(request_filter: Filter, statistics: TermStatistics, options: SketchOptions) -> bool:
     """Whether a vector search under ``request_filter`` is sketch_sql's: it admits few items for certain."""
-    bound = admitted_bound(request_filter, statistics)
-    return bound is not None and bound <= options.max_admitted
+    return least_candidates(request_filter, statistics, options) is not None

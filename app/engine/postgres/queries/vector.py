@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from app.engine.postgres.filters import EXPIRED_IDS, Predicate, SketchKeys
-from app.engine.postgres.options import HNSWOptions, SketchOptions
+from app.engine.postgres.options import HNSWOptions
 from app.engine.postgres.queries.statement import HIT_COLUMNS, Statement, plans_generic
 from app.engine.postgres.vectors import query_vector
 
@@ -91,9 +91,10 @@ def vector_sql(where: str, *, exact: bool, dimension: int, breadth: int | None =
     """
 
 
-def sketch_candidates(depth: int, options: SketchOptions) -> int:
-    """How many admitted items sketch_sql ranks again by their vectors, for a page ending at ``depth``."""
-    return max(options.candidates, 4 * depth)
+def sketch_candidates(depth: int, least: int) -> int:
+    """How many admitted items sketch_sql ranks again by their vectors, for a page ending at ``depth``:
+    ``least`` (selectivity.least_candidates) or four times the page's end."""
+    return max(least, 4 * depth)
 
 
 def sketch_sql(where: str, keys: SketchKeys, *, live: bool = False) -> str:
@@ -193,15 +194,16 @@ def plan_sketch(
     model: str,
     offset: int,
     count: int,
-    options: SketchOptions,
+    candidates: int,
 ) -> Statement:
     """``count`` rows of the vector ranking under ``pred`` from ``offset`` by sketches (sketch_sql),
-    for a filter that admits few items; ``keys`` is the filter's part the postings hold."""
+    for a filter that admits few items; ``keys`` is the filter's part the postings hold, ``candidates``
+    the least number of sketch-nearest items ranked again (selectivity.least_candidates)."""
     params = {
         "vec": query_vector(vector),
         "model": model,
         "depth": offset + count,
-        "candidates": sketch_candidates(offset + count, options),
+        "candidates": sketch_candidates(offset + count, candidates),
         "offset": offset,
         **pred.params,
         **keys.predicate.params,

@@ -6,7 +6,7 @@ import numpy as np
 
 from app.contract.meta import Filter
 from app.engine.postgres.filters import filter_predicate, sketch_keys
-from app.engine.postgres.options import HNSWOptions, SketchOptions
+from app.engine.postgres.options import HNSWOptions
 from app.engine.postgres.queries.statement import Statement
 from app.engine.postgres.queries.vector import (
     hnsw_index_sql,
@@ -69,9 +69,8 @@ def test_the_index_was_enough_only_when_it_gave_the_whole_depth() -> None:
 
 
 def test_sketches_rank_at_least_the_candidates_again_and_four_times_the_page() -> None:
-    options = SketchOptions(candidates=200)
-    assert sketch_candidates(11, options) == 200
-    assert sketch_candidates(100, options) == 400
+    assert sketch_candidates(11, 200) == 200
+    assert sketch_candidates(100, 200) == 400
     request_filter = Filter(tags_any=["a", "b"])
     statement = plan_sketch(
         VECTOR,
@@ -80,7 +79,7 @@ def test_sketches_rank_at_least_the_candidates_again_and_four_times_the_page() -
         model="m",
         offset=300,
         count=11,
-        options=options,
+        candidates=200,
     )
     assert not statement.generic_plan
     numbers = [arg for arg in statement.args if isinstance(arg, int)]
@@ -95,7 +94,7 @@ def test_a_filter_the_postings_hold_whole_reads_no_item() -> None:
     ):
         keys = sketch_keys(request_filter)
         statement = plan_sketch(
-            VECTOR, filter_predicate(request_filter), keys, model="m", offset=0, count=11, options=SketchOptions()
+            VECTOR, filter_predicate(request_filter), keys, model="m", offset=0, count=11, candidates=200
         )
         postings = statement.sql.split("FROM engram_sketch_postings p", 1)[1].split(") AS a", 1)[0]
         assert ("JOIN engram_items" in postings) is not complete
