@@ -79,6 +79,7 @@ from app.engine.postgres.queries.listing import plan_get, plan_list
 from app.engine.postgres.queries.retention import POLICIES_SHARED
 from app.engine.postgres.queries.statement import Statement
 from app.engine.postgres.queries.sweeps import SWEEP_BATCH, plan_sweep_expired, plan_sweep_forgotten
+from app.engine.postgres.queries.tokens import plan_read, read_rows
 from app.engine.postgres.queries.transfer import plan_export
 from app.engine.postgres.queries.writes import (
     UNVECTORED,
@@ -102,7 +103,7 @@ from app.engine.postgres.rows import hit_of, item_row
 from app.engine.postgres.schema import driver_url, ensure_current
 from app.engine.postgres.supervisor import EmbeddedSupervisor
 from app.engine.postgres.sweeper import Sweeper
-from app.engine.postgres.tokens import TokenWriter, plan_read, read_rows
+from app.engine.postgres.tokens import TokenWriter
 from app.engine.receipts import new_receipt
 from app.engine.reranking import Reranker
 from app.telemetry.metrics import ITEMS_FORGOTTEN, ITEMS_STORED

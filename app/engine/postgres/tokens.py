@@ -19,14 +19,14 @@ from contextlib import AbstractAsyncContextManager
 
 import anyio.to_thread
 import asyncpg
-import numpy as np
 
-from app.embeddings.late import LateInteraction, packed, unpacked
+from app.embeddings.late import LateInteraction, packed
 from app.engine.context import without_roles
 from app.engine.postgres import background
 from app.engine.postgres.errors import classify
 from app.engine.postgres.pool import execute, fetch
 from app.engine.postgres.queries.statement import Statement
+from app.engine.postgres.queries.tokens import MISSING_AFTER, MISSING_AMONG, STORE
 
 logger = logging.getLogger("engram")
 
@@ -38,38 +38,6 @@ STEP = 16
 POLL_S = 5.0
 # A failing writer retries after this long, or as soon as a write commits.
 RETRY_S = 5.0
-
-_MISSING = """
-    SELECT i.seq, i.id, i.text FROM engram_items i
-    WHERE {where} AND NOT EXISTS (
-        SELECT 1 FROM engram_token_vectors t WHERE t.item_id = i.id AND t.model = $1
-    )
-    ORDER BY i.seq LIMIT $3
-"""
-# The items after ``seq`` $2 without token vectors of model $1, oldest first, $3 at most.
-MISSING_AFTER = _MISSING.format(where="i.seq > $2")
-# The same among the ids $2.
-MISSING_AMONG = _MISSING.format(where="i.id = ANY($2)")
-# Token vectors stored for the items still there: one a forget is deleting is left (SKIP LOCKED),
-# never waited for, and goes with its item.
-STORE = """
-    WITH alive AS (SELECT i.id FROM engram_items i WHERE i.id = ANY($2) FOR KEY SHARE SKIP LOCKED)
-    INSERT INTO engram_token_vectors (item_id, model, vectors)
-    SELECT t.id, $1, t.vectors FROM unnest(CAST($2 AS text[]), CAST($3 AS bytea[])) AS t(id, vectors)
-    JOIN alive a ON a.id = t.id
-    ON CONFLICT (item_id, model) DO NOTHING
-"""
-READ = "SELECT item_id, vectors FROM engram_token_vectors WHERE model = $1 AND item_id = ANY($2)"
-
-
-def plan_read(model: str, ids: Sequence[str]) -> Statement:
-    """The token vectors of model ``model`` held for ``ids``."""
-    return Statement(READ, (model, list(ids)))
-
-
-def read_rows(rows: Sequence[asyncpg.Record], dimension: int) -> dict[str, np.ndarray]:
-    """Each item's token vectors by id, as ``plan_read`` answered them."""
-    return {row["item_id"]: unpacked(row["vectors"], dimension) for row in rows}
 
 
 class TokenWriter:

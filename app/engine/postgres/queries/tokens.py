@@ -1,0 +1,44 @@
+"""The statements of late-interaction token vectors (migration 0019): the items that lack them,
+their storing, and their reading for a ranking's first hits (app/engine/postgres/tokens.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import asyncpg
+import numpy as np
+
+from app.embeddings.late import unpacked
+from app.engine.postgres.queries.statement import Statement
+
+_MISSING = """
+    SELECT i.seq, i.id, i.text FROM engram_items i
+    WHERE {where} AND NOT EXISTS (
+        SELECT 1 FROM engram_token_vectors t WHERE t.item_id = i.id AND t.model = $1
+    )
+    ORDER BY i.seq LIMIT $3
+"""
+# The items after ``seq`` $2 without token vectors of model $1, oldest first, $3 at most.
+MISSING_AFTER = _MISSING.format(where="i.seq > $2")
+# The same among the ids $2.
+MISSING_AMONG = _MISSING.format(where="i.id = ANY($2)")
+# Token vectors stored for the items still there: one a forget is deleting is left (SKIP LOCKED),
+# never waited for, and goes with its item.
+STORE = """
+    WITH alive AS (SELECT i.id FROM engram_items i WHERE i.id = ANY($2) FOR KEY SHARE SKIP LOCKED)
+    INSERT INTO engram_token_vectors (item_id, model, vectors)
+    SELECT t.id, $1, t.vectors FROM unnest(CAST($2 AS text[]), CAST($3 AS bytea[])) AS t(id, vectors)
+    JOIN alive a ON a.id = t.id
+    ON CONFLICT (item_id, model) DO NOTHING
+"""
+READ = "SELECT item_id, vectors FROM engram_token_vectors WHERE model = $1 AND item_id = ANY($2)"
+
+
+def plan_read(model: str, ids: Sequence[str]) -> Statement:
+    """The token vectors of model ``model`` held for ``ids``."""
+    return Statement(READ, (model, list(ids)))
+
+
+def read_rows(rows: Sequence[asyncpg.Record], dimension: int) -> dict[str, np.ndarray]:
+    """Each item's token vectors by id, as ``plan_read`` answered them."""
+    return {row["item_id"]: unpacked(row["vectors"], dimension) for row in rows}
