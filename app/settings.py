@@ -86,9 +86,10 @@ class Settings(BaseSettings):
     # The depth that found most on the dev split: docs/tuning.md#re-ranking-depth.
     reranker: Literal["none", "cross-encoder"] = "none"
     rerank_depth: int = Field(default=20, ge=2, le=100)
-    # Late interaction (app/embeddings/late.py): token vectors made for each item after its write, and
-    # the first hits of vector (100) and hybrid (20) re-scored by them. Off: measured, not yet the default.
-    late_interaction: bool = False
+    # Late interaction (docs/search-quality.md#late-interaction): token vectors made for each item after its
+    # write, and the first hits of vector (100) and hybrid (20) re-scored by them. `auto`: on with bge-small,
+    # the encoder its weights were chosen with; off with the others (wordllama is chosen for speed).
+    late_interaction: bool | Literal["auto"] = "auto"
 
     # Recall answers by a language model (docs/answers-llm.md); off while the URL is unset (extractive only).
     # The API base of an OpenAI-compatible chat server, e.g. http://localhost:11434/v1 (Ollama).
@@ -263,6 +264,13 @@ class Settings(BaseSettings):
         if not value.replace("_", "").isalnum():
             raise ValueError("text_search_config must be a plain identifier such as english or simple")
         return value
+
+    @property
+    def late_interaction_on(self) -> bool:
+        """Whether items get token vectors and the first hits are re-scored by them."""
+        if self.late_interaction == "auto":
+            return self.embedder == "bge-small"
+        return self.late_interaction
 
     @property
     def limits(self) -> Limits:

@@ -53,8 +53,23 @@ def main(argv: list[str] | None = None) -> int:
         f"the absolute targets; minutes instead of hours at 1M); default import from N = {IMPORT_FROM:,}, "
         "ingest below. See docs/benchmarks.md",
     )
+    parser.add_argument(
+        "--service-env",
+        action="append",
+        default=[],
+        metavar="ENGRAM_NAME=VALUE",
+        help="start every service of the run with this setting too (repeat for several), e.g. "
+        "ENGRAM_LATE_INTERACTION=false to measure a default against its alternative; the run's JSON keeps them",
+    )
     parser.add_argument("--report-only", action="store_true", help="measure nothing: redraw RESULTS.md")
     args = parser.parse_args(argv)
+    from bench.server import OWN_SETTINGS, SERVICE_SETTINGS
+
+    for given in args.service_env:
+        name, equals, value = given.partition("=")
+        if not equals or not name.startswith("ENGRAM_") or name in OWN_SETTINGS:
+            parser.error(f"--service-env takes ENGRAM_NAME=VALUE, not one of {', '.join(OWN_SETTINGS)}: {given!r}")
+        SERVICE_SETTINGS[name] = value
     quiet_logging()
     # Imported after logging is set up: some of their imports log at INFO.
     from bench.report import write_report

@@ -76,6 +76,19 @@ async def wait_for_empty_backlog(connection: asyncpg.Connection, poll_s: float =
         await asyncio.sleep(poll_s)
 
 
+async def wait_for_token_vectors(connection: asyncpg.Connection, poll_s: float = 0.05) -> None:
+    """Until every item in ``connection``'s database has late-interaction token vectors (the service's
+    background writer makes them after the acknowledgement, app/engine/postgres/tokens.py)."""
+    lacking = """
+        SELECT EXISTS (SELECT 1 FROM engram_items i
+                       WHERE NOT EXISTS (SELECT 1 FROM engram_token_vectors t WHERE t.item_id = i.id))
+    """
+    while True:
+        if not await connection.fetchval(lacking):
+            return
+        await asyncio.sleep(poll_s)
+
+
 class RawSql:
     """asyncpg connections as the engine's pools have them, a cache of prepared statements, and the
     engine's query logic.

@@ -337,6 +337,24 @@ def equal_breadth_lines(sizes: list[dict[str, Any]]) -> list[str]:
     ]
 
 
+def late_lines(run: dict[str, Any]) -> list[str]:
+    """With late interaction on: how fast items also got their token vectors, which the service makes
+    after acknowledging a write; each turn waited for them before the next system's."""
+    engram = run["engram"]["ingest"]
+    if not run.get("late_interaction") or "settled_rate" not in engram:
+        return []
+    late = run.get("encoder", {}).get("late_texts")
+    alone = f"; the late-interaction encoder alone made {late['rate']:.0f} texts/s" if late else ""
+    raw = run["raw"]["ingest"].get("settled_rate")
+    floor = f", raw SQL's {raw:.0f} (its items' made by the service's writer after a poll)" if raw else ""
+    return [
+        "",
+        f"Late interaction on: items/s until every item also had its token vectors (made after the "
+        f"acknowledgement, each system's turn waiting for them): Engram {engram['settled_rate']:.0f}"
+        f"{floor}{alone}.",
+    ]
+
+
 def encoder_lines(run: dict[str, Any]) -> list[str]:
     """Each system's ingest beside the encoder's own texts/s in the same rounds, and what the encoder
     does with the texts as the service embeds them (with their thread's context)."""
@@ -596,7 +614,7 @@ def ingest_lines(run: dict[str, Any]) -> list[str]:
             f"| Engram import (`engram import`, vectors reused) | {imported['rate']:.0f} | {imported['items']:,} | "
             f"{imported['seconds']:.1f} | {tail:.1f} | – | – |"
         )
-    lines += encoder_lines(run)
+    lines += encoder_lines(run) + late_lines(run)
     if imported:
         lines += [
             "",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import platform
 import random
@@ -21,9 +22,10 @@ import asyncpg
 from tqdm import tqdm
 
 from app.contract.meta import Filter
+from app.embeddings.late import LateInteraction
 from app.embeddings.protocol import Embedder
 from app.embeddings.registry import build_embedder
-from app.engine.context import texts_to_embed
+from app.engine.context import texts_to_embed, without_roles
 from app.engine.fusion import fusion_depth
 from app.settings import Settings
 from bench import rawsql
@@ -35,7 +37,7 @@ from bench.langgraph_store import LangGraphStore, open_store
 from bench.memory import resident
 from bench.proposals import measure_proposals
 from bench.rawsql import RawSql
-from bench.server import Database, Served, embedded_postgres, engram_migrate, engram_process
+from bench.server import Database, Served, embedded_postgres, engram_migrate, engram_process, service_settings
 from bench.stats import Probe, measure, measure_in_blocks, measure_paired, summary, timed
 from bench.truth import ExactNeighbours, recall_at_10
 
@@ -95,6 +97,9 @@ class Ingesting:
     store: Store
     until_indexed: Callable[[], Awaitable[None]] | None = None
     share: slice = field(default_factory=lambda: slice(None))
+    until_settled: Callable[[], Awaitable[None]] | None = None
+    """Work the service does after the index (late-interaction token vectors): waited for before the
+    next system's turn, so none of it runs in another's, and timed apart (``settled_rate``)."""
 
 
 # The corpus is ingested in this many rounds, each system taking its turn in each round (the first
@@ -116,6 +121,7 @@ async def ingest(systems: Sequence[Ingesting], corpus: list[CorpusItem], rounds:
     mine = {s.name: set(range(len(batches))[s.share]) for s in systems}
     samples: dict[str, list[float]] = {s.name: [] for s in systems}
     seconds: dict[str, list[float]] = {s.name: [] for s in systems}
+    settled: dict[str, list[float]] = {s.name: [] for s in systems if s.until_settled is not None}
     acknowledged: dict[str, float] = dict.fromkeys(samples, 0.0)
     written: dict[str, int] = dict.fromkeys(samples, 0)
     expected = {name: sum(len(batches[j]) for j in taken) for name, taken in mine.items()}
@@ -133,6 +139,9 @@ async def ingest(systems: Sequence[Ingesting], corpus: list[CorpusItem], rounds:
             if system.until_indexed is not None:
                 await system.until_indexed()
             seconds[system.name].append(time.perf_counter() - start)
+            if system.until_settled is not None:
+                await system.until_settled()
+                settled[system.name].append(time.perf_counter() - start)
     progress.close()
     results = {}
     for name in samples:
@@ -148,6 +157,9 @@ async def ingest(systems: Sequence[Ingesting], corpus: list[CorpusItem], rounds:
             "batch_ms": summary(samples[name]),
             "rounds_s": [round(x, 2) for x in seconds[name]],
         }
+        if name in settled:
+            results[name]["settled_s"] = round(sum(settled[name]), 3)
+            results[name]["settled_rate"] = round(written[name] / sum(settled[name]), 1)
     return results
 
 
@@ -164,6 +176,17 @@ class EncoderAlone:
 
     async def store_batch(self, batch: list[CorpusItem]) -> int:
         return len(await self._encoder.embed([item.text for item in batch]))
+
+
+async def late_encoder_texts(corpus: Sequence[CorpusItem], batches: int = 10) -> dict[str, Any]:
+    """The late-interaction encoder alone, as the service's token writer runs it (its own lanes, each
+    item's own words): texts/s over ``batches`` batches of stored texts, no database."""
+    late = await asyncio.to_thread(LateInteraction)
+    texts = [without_roles(item.text) or item.text for item in corpus[: batches * BATCH]]
+    began = time.perf_counter()
+    for start in range(0, len(texts), BATCH):
+        await asyncio.to_thread(late.items, texts[start : start + BATCH])
+    return {"texts": len(texts), "rate": round(len(texts) / (time.perf_counter() - began), 1)}
 
 
 def as_the_service_embeds(corpus: Sequence[CorpusItem]) -> list[str]:
@@ -592,6 +615,8 @@ async def measured_run(
         "quick": quick,
     }
     result["embedder"] = {"setting": embedder_setting, "name": embedder.name, "dimension": embedder.dimension}
+    late = service_settings(embedder_setting).late_interaction_on
+    result["late_interaction"] = late
     result["vector_backlog_limit"] = rawsql.BACKLOG_LIMIT
     result["vector_indexers"] = rawsql.INDEXERS
     result["raw_shares_database"] = True
@@ -642,6 +667,9 @@ async def measured_run(
                             open_store(urls["langgraph"], langgraph_embedder) as langgraph_widened,
                         ):
                             clock.lap("start")
+                            # The raw floor's items share the service's table: its writer makes their token
+                            # vectors too (after a poll), between raw's turn and the next.
+                            settled_tokens = partial(rawsql.wait_for_token_vectors, raw_conn) if late else None
                             ingested = await ingest(
                                 [
                                     Ingesting(
@@ -649,8 +677,15 @@ async def measured_run(
                                         http,
                                         partial(rawsql.wait_for_empty_backlog, raw_conn),
                                         share=slice(0, None, 2),
+                                        until_settled=settled_tokens,
                                     ),
-                                    Ingesting("raw", RawFetcher(raw), raw.until_indexed, share=slice(1, None, 2)),
+                                    Ingesting(
+                                        "raw",
+                                        RawFetcher(raw),
+                                        raw.until_indexed,
+                                        share=slice(1, None, 2),
+                                        until_settled=settled_tokens,
+                                    ),
                                     Ingesting("langgraph", langgraph),
                                     Ingesting("encoder", EncoderAlone(encoder)),
                                 ],
@@ -663,6 +698,8 @@ async def measured_run(
                             result["encoder"] = {"ingest": ingested["encoder"]}
                             clock.lap("ingest")
                             result["encoder"]["texts"] = await encoder_texts(encoder, corpus)
+                            if late:
+                                result["encoder"]["late_texts"] = await late_encoder_texts(corpus)
                             clock.lap("encoder texts")
                             imported = await import_case(http, database, work, embedder_setting, n)
                             result["engram"]["import"] = imported

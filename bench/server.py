@@ -18,6 +18,7 @@ import httpx
 from sqlalchemy.engine import make_url
 
 from app.engine.postgres.embedded import start_embedded
+from app.settings import Settings
 
 ENGRAM_BIN = Path(sys.executable).with_name("engram")
 # Where bench/ is importable from (a service started as ``python -m bench...``).
@@ -61,18 +62,28 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+# Settings every service of a run is started with beyond the bench's own (``python -m bench --service-env``):
+# a setting measured against its default in the same harness. Empty: the service's defaults.
+SERVICE_SETTINGS: dict[str, str] = {}
+# What the bench itself decides for each service it starts.
+OWN_SETTINGS = ("ENGRAM_DATABASE_URL", "ENGRAM_DATA_DIR", "ENGRAM_EMBEDDER")
+
+
 def engram_env(database_url: str, data_dir: Path, embedder: str) -> dict[str, str]:
     """The service's environment: this shell's without any ``ENGRAM_*`` setting, so that the service
-    under test runs on its defaults but for its database, its data directory and ``embedder`` (the
-    encoder the baselines are given too)."""
+    under test runs on its defaults (and ``SERVICE_SETTINGS``) but for its database, its data directory
+    and ``embedder`` (the encoder the baselines are given too)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("ENGRAM_")}
-    env.update(
-        ENGRAM_DATABASE_URL=database_url,
-        ENGRAM_DATA_DIR=str(data_dir),
-        ENGRAM_LOG_LEVEL="warning",
-        ENGRAM_EMBEDDER=embedder,
-    )
+    env.update(ENGRAM_LOG_LEVEL="warning", **SERVICE_SETTINGS)
+    env.update(ENGRAM_DATABASE_URL=database_url, ENGRAM_DATA_DIR=str(data_dir), ENGRAM_EMBEDDER=embedder)
     return env
+
+
+def service_settings(embedder: str) -> Settings:
+    """The settings a service of this run reads, as it reads them (``engram_env``'s, database aside)."""
+    given = {name.removeprefix("ENGRAM_").lower(): value for name, value in SERVICE_SETTINGS.items()}
+    # Read from these values alone, as engram_env leaves this shell's ENGRAM_* out: no variable is so named.
+    return Settings(_env_prefix="ENGRAM_BENCH_UNSET_", **{**given, "embedder": embedder})
 
 
 def engram_migrate(database_url: str, work: Path, embedder: str) -> None:

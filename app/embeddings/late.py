@@ -85,7 +85,7 @@ class LateInteraction:
         return self._model.dimension
 
     def items(self, texts: list[str]) -> list[np.ndarray]:
-        """Each stored text's token vectors, in order: float16 rows of unit length, one per word piece
+        """Each stored text's token vectors, in order: float32 rows of unit length, one per word piece
         kept (the first ``item_tokens`` less three, punctuation left out) and its markers."""
         return list(self._lanes.map(self._item, texts))
 
@@ -99,7 +99,7 @@ class LateInteraction:
     def _item(self, text: str) -> np.ndarray:
         ids = [CLS, ITEM, *self._pieces(text, self._model.item_tokens), SEP]
         kept = [position for position, piece in enumerate(ids) if piece not in self._punctuation]
-        return _unit(self._states(ids, len(ids))[kept]).astype(np.float16)
+        return _unit(self._states(ids, len(ids))[kept])
 
     def _pieces(self, text: str, limit: int) -> list[int]:
         return list(self._tokenizer.encode(text, add_special_tokens=False).ids[: limit - 3])
@@ -125,13 +125,21 @@ def maxsim(question: np.ndarray, items: Sequence[np.ndarray]) -> np.ndarray:
 
 
 def packed(tokens: np.ndarray) -> bytes:
-    """An item's token vectors as stored: float16, row after row."""
-    return np.ascontiguousarray(tokens, dtype=np.float16).tobytes()
+    """An item's token vectors as stored: each row's scale (float32, its largest component over 127),
+    then each row as int8 multiples of its scale. Half the bytes of float16, the same recall on the
+    dev split (docs/tuning.md#late-interaction)."""
+    rows = np.asarray(tokens, dtype=np.float32)
+    scales = np.abs(rows).max(axis=1).clip(1e-8) / 127
+    codes = np.rint(rows / scales[:, None]).clip(-127, 127).astype(np.int8)
+    return scales.astype(np.float32).tobytes() + codes.tobytes()
 
 
 def unpacked(blob: bytes, dimension: int) -> np.ndarray:
-    """The token vectors ``packed`` wrote."""
-    return np.frombuffer(blob, dtype=np.float16).reshape(-1, dimension)
+    """The token vectors ``packed`` wrote, as float32 rows."""
+    count = len(blob) // (4 + dimension)
+    scales = np.frombuffer(blob, dtype=np.float32, count=count)
+    codes = np.frombuffer(blob, dtype=np.int8, offset=4 * count).reshape(count, dimension)
+    return codes.astype(np.float32) * scales[:, None]
 
 
 def _unit(rows: np.ndarray) -> np.ndarray:

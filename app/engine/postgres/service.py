@@ -55,7 +55,7 @@ async def open_postgres_engine(
     reranker = await anyio.to_thread.run_sync(Reranker.from_settings, settings)
     late = (
         await anyio.to_thread.run_sync(lambda: LateInteraction(threads=settings.embedding_threads))
-        if settings.late_interaction
+        if settings.late_interaction_on
         else None
     )
     try:

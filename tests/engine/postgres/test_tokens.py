@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from app.contract.requests import FetchRequest, ForgetByIds, Hit
-from app.embeddings.late import LateInteraction, maxsim, unpacked
+from app.embeddings.late import LateInteraction, maxsim, packed, unpacked
 from app.embeddings.protocol import Embedder
 from app.engine.interaction import rescored
 from app.engine.postgres.engine import PostgresEngine
@@ -62,7 +62,7 @@ def expected_order(hits: list[Hit], late: LateInteraction, weight: float, depth:
     question = late.question(QUESTION)
     texts = {text.split(": ", 1)[1]: text for text in TEXTS}
     words = [next(own for own, text in texts.items() if text == hit.text) for hit in hits[:depth]]
-    scores = maxsim(question, late.items(words))
+    scores = maxsim(question, [unpacked(packed(item), late.dimension) for item in late.items(words)])
     judged = dict(zip((hit.id for hit in hits[:depth]), scores.tolist(), strict=True))
     return [hit.id for hit in rescored(hits, judged, weight, depth)]
 
@@ -77,7 +77,7 @@ async def test_token_vectors_are_made_after_the_write_from_an_items_own_words_an
     stored = await token_rows(late_engine)
     assert sorted(stored) == sorted(r.id for r in receipts)
     (own,) = late.items(["I moved to Lisbon in March, the flat is near the river."])  # the role prefix left out
-    assert np.array_equal(unpacked(stored[receipts[0].id], late.dimension), own)
+    assert np.array_equal(unpacked(stored[receipts[0].id], late.dimension), unpacked(packed(own), late.dimension))
     assert await late_engine._tokens.catch_up() == 0
     await late_engine.forget(ForgetByIds(ids=[receipts[0].id]))
     assert sorted(await token_rows(late_engine)) == sorted(r.id for r in receipts[1:])
@@ -120,6 +120,12 @@ async def test_a_hit_without_token_vectors_keeps_its_standing_and_is_asked_for(
     assert len(await token_rows(late_engine)) == len(TEXTS)
 
 
-def test_it_is_off_unless_settings_turn_it_on() -> None:
-    assert Settings().late_interaction is False
-    assert Settings(late_interaction=True).late_interaction is True
+def test_it_is_on_with_the_default_encoder_and_off_with_the_others_unless_settings_say() -> None:
+    assert Settings().late_interaction_on is True  # bge-small, the encoder its weights were chosen with
+    assert Settings(embedder="wordllama").late_interaction_on is False
+    assert Settings(embedder="minilm").late_interaction_on is False
+    assert Settings(embedder="wordllama", late_interaction=True).late_interaction_on is True
+    assert Settings(late_interaction=False).late_interaction_on is False
+    assert Settings(late_interaction="true").late_interaction_on is True  # as the environment spells it
+    with pytest.raises(ValueError):
+        Settings(late_interaction="sometimes")
