@@ -270,6 +270,9 @@ async def _engine(settings: Settings, *, bulk: bool = False) -> AsyncIterator[Po
     from app.engine.postgres.service import open_postgres_engine
 
     logging.getLogger("engram").setLevel(logging.WARNING)
+    # A command ranks nothing: no late-interaction model to load, no token writer beside it (the service's
+    # writer makes what an import or a restore leaves without).
+    settings = settings.model_copy(update={"late_interaction": False})
     options = settings.engine_options
     if bulk:
         options = dataclasses.replace(options, indexer=options.indexer.deferred())
