@@ -11,8 +11,11 @@ in lanes of one thread each (as ``OnnxEmbedder``'s stored texts).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import string
+import sys
+import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -50,6 +53,8 @@ COLBERT_SMALL = LateModel(
     sha256="4980983628c18e4f0a4c756114abd2d7c097c6ccad9cffc70e77302d21e05df0",
 )
 
+# The nice value of the lanes that encode stored texts (the highest: scheduled last).
+LOWEST_PRIORITY = 19
 # BERT's [CLS], [SEP] and [MASK]; [unused0] and [unused1] are the model's question and item markers.
 CLS, SEP, MASK, QUESTION, ITEM = 101, 102, 103, 1, 2
 
@@ -74,7 +79,9 @@ class LateInteraction:
         # Punctuation's vectors match punctuation: an item keeps its words' (and its markers').
         pieces = (self._tokenizer.token_to_id(mark) for mark in string.punctuation)
         self._punctuation = {piece for piece in pieces if piece is not None}
-        self._lanes = ThreadPoolExecutor(max_workers=threads or os.cpu_count() or 1, thread_name_prefix="engram-late")
+        self._lanes = ThreadPoolExecutor(
+            max_workers=threads or os.cpu_count() or 1, thread_name_prefix="engram-late", initializer=_yielding
+        )
 
     @property
     def name(self) -> str:
@@ -140,6 +147,15 @@ def unpacked(blob: bytes, dimension: int) -> np.ndarray:
     scales = np.frombuffer(blob, dtype=np.float32, count=count)
     codes = np.frombuffer(blob, dtype=np.int8, offset=4 * count).reshape(count, dimension)
     return codes.astype(np.float32) * scales[:, None]
+
+
+def _yielding() -> None:
+    """A lane runs at the lowest CPU priority: writes, reads and the index take the cores first, and
+    token vectors, made after the acknowledgement, what they leave (docs/tuning.md#late-interaction).
+    Linux keeps a nice value per thread; elsewhere the call would name a process, so it is not made."""
+    if sys.platform == "linux":
+        with contextlib.suppress(OSError):
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), LOWEST_PRIORITY)
 
 
 def _unit(rows: np.ndarray) -> np.ndarray:

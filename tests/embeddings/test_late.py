@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import os
+import sys
+import threading
+
 import numpy as np
 import pytest
 
-from app.embeddings.late import COLBERT_SMALL, LateInteraction, maxsim, packed, unpacked
+from app.embeddings.late import COLBERT_SMALL, LOWEST_PRIORITY, LateInteraction, maxsim, packed, unpacked
 
 
 @pytest.fixture(scope="module")
@@ -72,3 +76,14 @@ def test_maxsim_over_stored_vectors_keeps_the_order_of_the_exact_ones(late: Late
     stored = [unpacked(packed(item), late.dimension) for item in exact]
     assert np.array_equal(np.argsort(-maxsim(question, exact)), np.argsort(-maxsim(question, stored)))
     assert np.allclose(maxsim(question, exact), maxsim(question, stored), rtol=2e-3)  # 32 cosines summed
+
+
+def test_stored_texts_are_encoded_at_the_lowest_cpu_priority_and_questions_are_not(late: LateInteraction) -> None:
+    def priority() -> int:
+        return os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+
+    assert sys.platform == "linux"  # where the service runs in CI and in its image
+    own = priority()
+    assert {late._lanes.submit(priority).result() for _ in range(4)} == {LOWEST_PRIORITY}
+    late.question("Where does the user live?")  # on the caller's thread, untouched
+    assert priority() == own < LOWEST_PRIORITY
