@@ -576,21 +576,19 @@ class PostgresEngine:
         if mode == "keyword":
             return [] if keywords.is_empty else await self._keyword(keywords, request_filter, offset, count)
         depth, weight = self._late_reach(mode, offset)
+        if depth:
+            # The question's token vectors are made while its first hits are found and theirs read.
+            (hits, tokens), question = await concurrently(
+                self._first_hits(query, keywords, mode, request_filter, max(offset + count, depth), depth),
+                self._question(query),
+            )
+            return self._rescored(question, hits, tokens, weight, depth)[offset : offset + count]
         with embedder_errors():
-            if depth:
-                (vector,), question = await concurrently(self._embedder.embed_queries([query]), self._question(query))
-            else:
-                (vector,) = await self._embedder.embed_queries([query])
+            (vector,) = await self._embedder.embed_queries([query])
         if mode == "vector":
-            if not depth:
-                return await self._vector(vector, request_filter, offset, count)
-            hits = await self._vector(vector, request_filter, 0, max(offset + count, depth))
-            return (await self._rescored(question, hits, weight, depth))[offset : offset + count]
+            return await self._vector(vector, request_filter, offset, count)
         if self._reranker is None or not self._reranker.reaches(offset):
-            if not depth:
-                return await self._hybrid(keywords, vector, request_filter, offset, count)
-            hits = await self._hybrid(keywords, vector, request_filter, 0, max(offset + count, depth))
-            return (await self._rescored(question, hits, weight, depth))[offset : offset + count]
+            return await self._hybrid(keywords, vector, request_filter, offset, count)
         # Every page that holds re-ranked hits re-ranks the same first ones: one order for all pages.
         end = max(offset + count, self._reranker.depth)
         ranked = await self._hybrid(keywords, vector, request_filter, 0, end)
@@ -613,17 +611,33 @@ class PostgresEngine:
 
     async def _question(self, query: str) -> np.ndarray:
         assert self._late is not None
-        return await anyio.to_thread.run_sync(self._late.question, query)
+        with embedder_errors():
+            return await anyio.to_thread.run_sync(self._late.question, query)
 
-    async def _rescored(self, question: np.ndarray, hits: list[Hit], weight: float, depth: int) -> list[Hit]:
-        """``hits`` with the first ``depth`` re-scored by MaxSim over their stored token vectors; the
-        ones not made yet are asked of the token writer and keep their standing meanwhile."""
+    async def _first_hits(
+        self, query: str, keywords: KeywordQuery, mode: str, request_filter: Filter, count: int, depth: int
+    ) -> tuple[list[Hit], dict[str, np.ndarray]]:
+        """The ranking's first ``count`` hits, and the token vectors stored for its first ``depth``; the
+        ones not made yet are asked of the token writer (their hits keep their standing meanwhile)."""
         assert self._late is not None and self._tokens is not None
+        with embedder_errors():
+            (vector,) = await self._embedder.embed_queries([query])
+        if mode == "vector":
+            hits = await self._vector(vector, request_filter, 0, count)
+        else:
+            hits = await self._hybrid(keywords, vector, request_filter, 0, count)
         head = [hit.id for hit in hits[:depth]]
         tokens = read_rows(await self._read(plan_read(self._late.name, head)), self._late.dimension)
         if missing := [item_id for item_id in head if item_id not in tokens]:
             self._tokens.want(missing)
-        known = [item_id for item_id in head if item_id in tokens]
+        return hits, tokens
+
+    @staticmethod
+    def _rescored(
+        question: np.ndarray, hits: list[Hit], tokens: dict[str, np.ndarray], weight: float, depth: int
+    ) -> list[Hit]:
+        """``hits`` with the first ``depth`` re-scored by MaxSim over the token vectors ``tokens`` holds."""
+        known = [hit.id for hit in hits[:depth] if hit.id in tokens]
         scores = dict(zip(known, maxsim(question, [tokens[item_id] for item_id in known]).tolist(), strict=True))
         return rescored(hits, scores, weight, depth)
 
