@@ -19,6 +19,7 @@ from app.engine.postgres.options import (
     EngineOptions,
     HNSWOptions,
     IndexerOptions,
+    LateOptions,
     PoolOptions,
     ReplicaOptions,
     UndoOptions,
@@ -87,9 +88,12 @@ class Settings(BaseSettings):
     reranker: Literal["none", "cross-encoder"] = "none"
     rerank_depth: int = Field(default=20, ge=2, le=100)
     # Late interaction (docs/search-quality.md#late-interaction): token vectors made for each item after its
-    # write, and the first hits of vector (100) and hybrid (20) re-scored by them. `auto`: on with bge-small,
-    # the encoder its weights were chosen with; off with the others (wordllama is chosen for speed).
+    # write, and hybrid's (and recall's) first 20 hits re-scored by them. `auto`: on with bge-small, the
+    # encoder its weights were chosen with; off with the others (wordllama is chosen for speed).
     late_interaction: bool | Literal["auto"] = "auto"
+    # Vector fetches re-scored too (first 100): more found by meaning, but vector mode's order is then no
+    # longer the cosine order the contract names. Off; only with late interaction on.
+    late_interaction_vector: bool = False
 
     # Recall answers by a language model (docs/answers-llm.md); off while the URL is unset (extractive only).
     # The API base of an OpenAI-compatible chat server, e.g. http://localhost:11434/v1 (Ollama).
@@ -298,6 +302,7 @@ class Settings(BaseSettings):
             ),
             undo=UndoOptions(window_s=self.forget_undo_window_s),
             replica=ReplicaOptions(wait_ms=self.read_replica_wait_ms),
+            late=LateOptions(vector=self.late_interaction_vector),
         )
 
     def api_key_list(self) -> list[str]:

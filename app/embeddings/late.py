@@ -79,9 +79,10 @@ class LateInteraction:
         # Punctuation's vectors match punctuation: an item keeps its words' (and its markers').
         pieces = (self._tokenizer.token_to_id(mark) for mark in string.punctuation)
         self._punctuation = {piece for piece in pieces if piece is not None}
-        self._lanes = ThreadPoolExecutor(
-            max_workers=threads or os.cpu_count() or 1, thread_name_prefix="engram-late", initializer=_yielding
-        )
+        lanes = threads or os.cpu_count() or 1
+        self._lanes = ThreadPoolExecutor(max_workers=lanes, thread_name_prefix="engram-late", initializer=_yielding)
+        # For the texts a read waits for: the same runs at the usual priority.
+        self._waited_for = ThreadPoolExecutor(max_workers=lanes, thread_name_prefix="engram-late-read")
 
     @property
     def name(self) -> str:
@@ -91,10 +92,11 @@ class LateInteraction:
     def dimension(self) -> int:
         return self._model.dimension
 
-    def items(self, texts: list[str]) -> list[np.ndarray]:
+    def items(self, texts: list[str], *, waited_for: bool = False) -> list[np.ndarray]:
         """Each stored text's token vectors, in order: float32 rows of unit length, one per word piece
-        kept (the first ``item_tokens`` less three, punctuation left out) and its markers."""
-        return list(self._lanes.map(self._item, texts))
+        kept (the first ``item_tokens`` less three, punctuation left out) and its markers. In lanes at
+        the lowest CPU priority, unless a read is ``waited_for`` them."""
+        return list((self._waited_for if waited_for else self._lanes).map(self._item, texts))
 
     def question(self, text: str) -> np.ndarray:
         """A question's ``question_tokens`` unit vectors (float32), [MASK] padding included."""

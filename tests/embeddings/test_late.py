@@ -78,7 +78,7 @@ def test_maxsim_over_stored_vectors_keeps_the_order_of_the_exact_ones(late: Late
     assert np.allclose(maxsim(question, exact), maxsim(question, stored), rtol=2e-3)  # 32 cosines summed
 
 
-def test_stored_texts_are_encoded_at_the_lowest_cpu_priority_and_questions_are_not(late: LateInteraction) -> None:
+def test_the_writers_texts_are_encoded_at_the_lowest_cpu_priority_and_a_reads_are_not(late: LateInteraction) -> None:
     def priority() -> int:
         return os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
 
@@ -87,3 +87,5 @@ def test_stored_texts_are_encoded_at_the_lowest_cpu_priority_and_questions_are_n
     assert {late._lanes.submit(priority).result() for _ in range(4)} == {LOWEST_PRIORITY}
     late.question("Where does the user live?")  # on the caller's thread, untouched
     assert priority() == own < LOWEST_PRIORITY
+    assert late._waited_for.submit(priority).result() == own  # what a read waits for: the usual priority
+    assert np.array_equal(late.items(["Lisbon"], waited_for=True)[0], late.items(["Lisbon"])[0])

@@ -14,6 +14,7 @@ import logging
 import secrets
 from contextlib import AbstractAsyncContextManager
 from datetime import datetime
+from functools import partial
 
 import anyio.to_thread
 import asyncpg
@@ -50,7 +51,7 @@ from app.contract.requests import (
 )
 from app.contract.transfer import ExportPage, ExportRequest, ExportRow, GivenVector, kept_vectors
 from app.embeddings.errors import embedder_errors
-from app.embeddings.late import LateInteraction, maxsim
+from app.embeddings.late import LateInteraction, maxsim, packed, unpacked
 from app.embeddings.protocol import Embedder
 from app.engine import answers, consistency
 from app.engine.context import BEFORE_ITEMS, ThreadKey, texts_to_embed, thread_of
@@ -103,7 +104,7 @@ from app.engine.postgres.rows import hit_of, item_row
 from app.engine.postgres.schema import driver_url, ensure_current
 from app.engine.postgres.supervisor import EmbeddedSupervisor
 from app.engine.postgres.sweeper import Sweeper
-from app.engine.postgres.tokens import TokenWriter
+from app.engine.postgres.tokens import TokenWriter, own_words
 from app.engine.receipts import new_receipt
 from app.engine.reranking import Reranker
 from app.telemetry.metrics import ITEMS_FORGOTTEN, ITEMS_STORED
@@ -602,6 +603,8 @@ class PostgresEngine:
         if self._late is None:
             return 0, 0.0
         if mode == "vector":
+            if not late.vector:
+                return 0, 0.0
             depth, weight = late.vector_depth, late.vector_weight
         elif self._reranker is None:
             depth, weight = late.hybrid_depth, late.hybrid_weight
@@ -617,8 +620,9 @@ class PostgresEngine:
     async def _first_hits(
         self, query: str, keywords: KeywordQuery, mode: str, request_filter: Filter, count: int, depth: int
     ) -> tuple[list[Hit], dict[str, np.ndarray]]:
-        """The ranking's first ``count`` hits, and the token vectors stored for its first ``depth``; the
-        ones not made yet are asked of the token writer (their hits keep their standing meanwhile)."""
+        """The ranking's first ``count`` hits, and the token vectors of its first ``depth``: read where
+        stored, made here for the hits that lack them (as they will be stored: the order of every page
+        is the same whether or not the writer has come to them) and handed to the writer to store."""
         assert self._late is not None and self._tokens is not None
         with embedder_errors():
             (vector,) = await self._embedder.embed_queries([query])
@@ -628,8 +632,13 @@ class PostgresEngine:
             hits = await self._hybrid(keywords, vector, request_filter, 0, count)
         head = [hit.id for hit in hits[:depth]]
         tokens = read_rows(await self._read(plan_read(self._late.name, head)), self._late.dimension)
-        if missing := [item_id for item_id in head if item_id not in tokens]:
-            self._tokens.want(missing)
+        if missing := [hit for hit in hits[:depth] if hit.id not in tokens]:
+            texts = [own_words(hit.text) for hit in missing]
+            with embedder_errors():
+                made = await anyio.to_thread.run_sync(partial(self._late.items, texts, waited_for=True))
+            blobs = {hit.id: packed(vectors) for hit, vectors in zip(missing, made, strict=True)}
+            tokens.update((item_id, unpacked(blob, self._late.dimension)) for item_id, blob in blobs.items())
+            self._tokens.made(blobs)
         return hits, tokens
 
     @staticmethod

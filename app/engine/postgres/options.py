@@ -132,6 +132,9 @@ class LateOptions:
     """How late interaction re-scores a ranking's first hits (app/engine/interaction.py), when the
     engine has a late-interaction encoder (ENGRAM_LATE_INTERACTION)."""
 
+    vector: bool = False
+    """Vector fetches re-scored too (ENGRAM_LATE_INTERACTION_VECTOR): their order is then no longer the
+    cosine order the contract names for vector mode, so only when asked for."""
     vector_depth: int = 100  # docs/tuning.md#late-interaction
     """How many of the vector ranking's first hits are re-scored."""
     vector_weight: float = 0.7  # docs/tuning.md#late-interaction

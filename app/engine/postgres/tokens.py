@@ -3,10 +3,9 @@
 A write is acknowledged once its dense vector is queued: the token vectors cost a second encoder
 pass a text, which a store does not wait for (docs/decisions/2026-12-05-late-interaction-after-
 acknowledgement.md). This writer reads the items that have none of its model yet, oldest first,
-encodes their words (role prefixes left out) in the encoder's lanes and stores them. Until then a
-hit is re-scored by its place alone (app/engine/interaction.py); a read that meets such a hit asks
-for it (``want``), so an item the oldest-first walk passed (one restored under its old ``seq``)
-is made next.
+encodes their words (role prefixes left out) in the encoder's lanes, at the lowest CPU priority,
+and stores them. A read whose first hits lack them makes those itself, so that its order never
+depends on how far the writer has come, and hands them over (``made``) to be stored first.
 """
 
 from __future__ import annotations
@@ -14,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 
 import anyio.to_thread
@@ -26,7 +25,7 @@ from app.engine.postgres import background
 from app.engine.postgres.errors import classify
 from app.engine.postgres.pool import execute, fetch
 from app.engine.postgres.queries.statement import Statement
-from app.engine.postgres.queries.tokens import MISSING_AFTER, MISSING_AMONG, STORE
+from app.engine.postgres.queries.tokens import MISSING_AFTER, STORE
 
 logger = logging.getLogger("engram")
 
@@ -48,7 +47,7 @@ class TokenWriter:
         self._encoder = encoder
         self._poll_s = poll_s
         self._after = 0  # the highest seq the oldest-first walk has passed
-        self._wanted: set[str] = set()
+        self._made: dict[str, bytes] = {}  # made by reads, stored by the next step
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
 
@@ -64,31 +63,31 @@ class TokenWriter:
         """A write committed: there is something to make."""
         self._wake.set()
 
-    def want(self, ids: Sequence[str]) -> None:
-        """Ids a read found without token vectors: made before the walk goes on."""
-        self._wanted.update(ids)
+    def made(self, stored: Mapping[str, bytes]) -> None:
+        """Token vectors a read made (``packed``) for items that lacked them: stored by the next step."""
+        self._made.update(stored)
         self._wake.set()
 
     async def step(self) -> int:
-        """One step: the wanted items first, else the next oldest without token vectors; how many
+        """One step: what reads made first, else the next oldest items without token vectors; how many
         were stored."""
         model = self._encoder.name
+        if self._made:
+            made, self._made = self._made, {}
+            await self._store(list(made), list(made.values()))
+            return len(made)
         async with self._acquire() as connection:
-            if self._wanted:
-                wanted, self._wanted = list(self._wanted), set()
-                rows = await fetch(connection, Statement(MISSING_AMONG, (model, wanted, len(wanted))))
-            else:
-                rows = await fetch(connection, Statement(MISSING_AFTER, (model, self._after, STEP)))
-                if rows:
-                    self._after = max(self._after, max(row["seq"] for row in rows))
+            rows = await fetch(connection, Statement(MISSING_AFTER, (model, self._after, STEP)))
         if not rows:
             return 0
-        texts = [without_roles(row["text"]) or row["text"] for row in rows]
-        made = await anyio.to_thread.run_sync(self._encoder.items, texts)
-        ids = [row["id"] for row in rows]
-        async with self._acquire() as connection:
-            await execute(connection, Statement(STORE, (model, ids, [packed(tokens) for tokens in made])))
+        self._after = max(self._after, max(row["seq"] for row in rows))
+        made_now = await anyio.to_thread.run_sync(self._encoder.items, [own_words(row["text"]) for row in rows])
+        await self._store([row["id"] for row in rows], [packed(tokens) for tokens in made_now])
         return len(rows)
+
+    async def _store(self, ids: list[str], blobs: list[bytes]) -> None:
+        async with self._acquire() as connection:
+            await execute(connection, Statement(STORE, (self._encoder.name, ids, blobs)))
 
     async def catch_up(self) -> int:
         """Steps until every item has token vectors; how many were stored."""
@@ -110,3 +109,8 @@ class TokenWriter:
             if made == 0:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), timeout=wait)
+
+
+def own_words(text: str) -> str:
+    """What an item's token vectors are made of: its words, a role prefix (``user: ``) left out."""
+    return without_roles(text) or text

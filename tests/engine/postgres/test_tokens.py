@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 import numpy as np
 import pytest
@@ -43,12 +44,27 @@ def late() -> LateInteraction:
 async def late_engine(
     pg_engine: PostgresEngine, database_url: str, embedder: Embedder, late: LateInteraction
 ) -> AsyncIterator[PostgresEngine]:
-    """A second engine on the test's clean database, with late interaction; its token writer is
-    stepped by the tests (no background tasks), so each test says when token vectors exist."""
-    options = EngineOptions(pool=PoolOptions(size=4), indexer=IndexerOptions(background=False))
-    engine = await PostgresEngine.connect(database_url, embedder, options=options, late=late)
-    yield engine
-    await engine.close()
+    """A second engine on the test's clean database, with late interaction, vector fetches re-scored
+    too; its token writer is stepped by the tests (no background tasks), so each test says when
+    token vectors are stored."""
+    async with late_engine_with(database_url, embedder, late, LateOptions(vector=True)) as engine:
+        yield engine
+
+
+@asynccontextmanager
+async def late_engine_with(
+    database_url: str, embedder: Embedder, late: LateInteraction, options: LateOptions
+) -> AsyncIterator[PostgresEngine]:
+    engine = await PostgresEngine.connect(
+        database_url,
+        embedder,
+        options=EngineOptions(pool=PoolOptions(size=4), indexer=IndexerOptions(background=False), late=options),
+        late=late,
+    )
+    try:
+        yield engine
+    finally:
+        await engine.close()
 
 
 async def token_rows(engine: PostgresEngine) -> dict[str, bytes]:
@@ -109,15 +125,36 @@ async def test_pages_are_cut_from_one_order_rescored_by_maxsim(
     assert await late_engine.fetch(keyword) == await pg_engine.fetch(keyword)  # keyword is not re-scored
 
 
-async def test_a_hit_without_token_vectors_keeps_its_standing_and_is_asked_for(
-    pg_engine: PostgresEngine, late_engine: PostgresEngine
+async def test_a_read_makes_what_its_first_hits_lack_so_every_page_keeps_one_order(
+    pg_engine: PostgresEngine, late_engine: PostgresEngine, late: LateInteraction
 ) -> None:
     await pg_engine.store_many([learning(text) for text in TEXTS])
-    request = FetchRequest(query=QUESTION, mode="vector", limit=12)
-    assert await late_engine.fetch(request) == await pg_engine.fetch(request)  # none made yet: the first order
-    assert late_engine._tokens is not None
-    assert await late_engine._tokens.step() == len(TEXTS)  # the ids the read asked for, made first
-    assert len(await token_rows(late_engine)) == len(TEXTS)
+    assert late_engine._tokens is not None and await token_rows(late_engine) == {}  # the writer has not run
+    first = (await pg_engine.fetch(FetchRequest(query=QUESTION, mode="hybrid", limit=12))).hits
+    depth, weight = LateOptions().hybrid_depth, LateOptions().hybrid_weight
+    page = await late_engine.fetch(FetchRequest(query=QUESTION, mode="hybrid", limit=5))
+    assert [h.id for h in page.hits] == expected_order(first, late, weight, depth)[:5]  # as if they were stored
+    assert await token_rows(late_engine) == {}  # a read stores nothing itself: it hands them to the writer
+    assert await late_engine._tokens.step() == len(TEXTS)  # what the read made, stored first
+    stored = await token_rows(late_engine)
+    assert len(stored) == len(TEXTS)
+    rest = await late_engine.fetch(FetchRequest(query=QUESTION, mode="hybrid", limit=5, cursor=page.next_cursor))
+    assert [h.id for h in rest.hits] == expected_order(first, late, weight, depth)[5:10]
+    assert await late_engine._tokens.catch_up() == 0  # nothing left for the walk
+
+
+async def test_vector_fetches_keep_the_cosine_order_unless_asked_to_be_rescored(
+    pg_engine: PostgresEngine, database_url: str, embedder: Embedder, late: LateInteraction
+) -> None:
+    await pg_engine.store_many([learning(text) for text in TEXTS])
+    async with late_engine_with(database_url, embedder, late, LateOptions()) as engine:
+        assert engine._tokens is not None
+        await engine._tokens.catch_up()
+        for mode in ("vector", "keyword"):
+            request = FetchRequest(query=QUESTION, mode=mode, limit=12)
+            assert await engine.fetch(request) == await pg_engine.fetch(request)
+        hybrid = FetchRequest(query=QUESTION, mode="hybrid", limit=12)
+        assert await engine.fetch(hybrid) != await pg_engine.fetch(hybrid)
 
 
 def test_it_is_on_with_the_default_encoder_and_off_with_the_others_unless_settings_say() -> None:
@@ -129,3 +166,5 @@ def test_it_is_on_with_the_default_encoder_and_off_with_the_others_unless_settin
     assert Settings(late_interaction="true").late_interaction_on is True  # as the environment spells it
     with pytest.raises(ValueError):
         Settings(late_interaction="sometimes")
+    assert Settings().engine_options.late.vector is False  # vector mode keeps the contract's cosine order
+    assert Settings(late_interaction_vector=True).engine_options.late.vector is True

@@ -11,17 +11,14 @@ import numpy as np
 from app.embeddings.late import unpacked
 from app.engine.postgres.queries.statement import Statement
 
-_MISSING = """
+# The items after ``seq`` $2 without token vectors of model $1, oldest first, $3 at most.
+MISSING_AFTER = """
     SELECT i.seq, i.id, i.text FROM engram_items i
-    WHERE {where} AND NOT EXISTS (
+    WHERE i.seq > $2 AND NOT EXISTS (
         SELECT 1 FROM engram_token_vectors t WHERE t.item_id = i.id AND t.model = $1
     )
     ORDER BY i.seq LIMIT $3
 """
-# The items after ``seq`` $2 without token vectors of model $1, oldest first, $3 at most.
-MISSING_AFTER = _MISSING.format(where="i.seq > $2")
-# The same among the ids $2.
-MISSING_AMONG = _MISSING.format(where="i.id = ANY($2)")
 # Token vectors stored for the items still there: one a forget is deleting is left (SKIP LOCKED),
 # never waited for, and goes with its item.
 STORE = """
