@@ -59,6 +59,14 @@ def _ms(stats: dict[str, Any] | None, key: str = "p50") -> str:
     return f"{stats[key]:.2f}" if stats and key in stats else "–"
 
 
+def rescored_modes(run: dict[str, Any]) -> set[str]:
+    """The fetch modes whose first hits Engram re-scored by late interaction in ``run``."""
+    late = run.get("late_interaction")
+    if not late:
+        return set()
+    return {mode for mode, on in late.items() if on} if isinstance(late, dict) else {"vector", "hybrid"}
+
+
 def _verdict(ok: bool | None) -> str:
     return "–" if ok is None else ("met" if ok else "**missed**")
 
@@ -75,7 +83,7 @@ def targets(run: dict[str, Any], runs: list[dict[str, Any]]) -> list[tuple[str, 
     # A run loaded by ``engram import`` (bench/bulk.py) measured Engram alone: the targets that compare
     # it with its raw-SQL floor or LangGraph are not judged, the absolute ones are.
     raw, lg = run.get("raw"), run.get("langgraph")
-    late = bool(run.get("late_interaction"))
+    late = rescored_modes(run)
     rows: list[tuple[str, str, bool | None]] = []
     if raw and lg:
         vs_raw = engram["ingest"]["rate"] / raw["ingest"]["rate"]
@@ -117,7 +125,7 @@ def targets(run: dict[str, Any], runs: list[dict[str, Any]]) -> list[tuple[str, 
             measured = f"{ratio:.2f}×"
             if floor != tight:
                 measured += f" ({ours / (theirs + tight):.2f}× on the floor in a row)"
-            rescoring = late and mode != "keyword"
+            rescoring = mode in late
             if rescoring:
                 measured += " (Engram re-scores by late interaction, raw SQL does not: not judged)"
             rows.append((f"fetch {case} p50 ≤ 1.5× (raw p50 + floor)", measured, None if rescoring else ratio <= 1.5))
@@ -127,7 +135,7 @@ def targets(run: dict[str, Any], runs: list[dict[str, Any]]) -> list[tuple[str, 
     breadth = f" (ef_search {filtered_ef})" if filtered_ef else ""
     # With late interaction Engram's page is the index's first 100 re-scored: the index's own recall is
     # the raw floor's, the same statements without the re-scoring.
-    searched = "raw" if late and "raw" in quality else "engram"
+    searched = "raw" if "vector" in late and "raw" in quality else "engram"
     for variant in ("tag", "subtree"):
         q = quality[searched][f"vector/{variant}"]
         rows.append(
@@ -349,7 +357,7 @@ def late_lines(run: dict[str, Any]) -> list[str]:
     """With late interaction on: how fast items also got their token vectors, which the service makes
     after acknowledging a write; each turn waited for them before the next system's."""
     engram = run["engram"]["ingest"]
-    if not run.get("late_interaction") or "settled_rate" not in engram:
+    if not rescored_modes(run) or "settled_rate" not in engram:
         return []
     late = run.get("encoder", {}).get("late_texts")
     alone = f"; the late-interaction encoder alone made {late['rate']:.0f} texts/s" if late else ""
@@ -683,15 +691,19 @@ def fetch_lines(run: dict[str, Any], runs: list[dict[str, Any]]) -> list[str]:
         f"Load average at the start {load.get('load_average_start', '?')}, at the end "
         f"{load.get('load_average_end', '?')} (2 cores shared with other work: figures carry that noise).",
     ]
-    if run.get("late_interaction"):
+    late = rescored_modes(run)
+    if late:
         lines += [
             "",
-            "Late interaction on (the service's default with bge-small): Engram's vector fetches re-score the "
-            "index's first 100 hits and hybrid's its first 20 by MaxSim over stored token vectors; raw SQL and "
-            "LangGraph do not. Engram's vector recall@10 below is against the exact cosine top 10, which that "
-            "order is not; the index's own recall is raw SQL's (the same statements), and no equal-recall "
-            "breadth is searched.",
+            "Late interaction on (the service's default with bge-small): Engram re-scores hybrid's first 20 hits "
+            "by MaxSim over stored token vectors; raw SQL and LangGraph do not.",
         ]
+    if "vector" in late:
+        lines[-1] += (
+            " Its vector fetches re-score the index's first 100 too (ENGRAM_LATE_INTERACTION_VECTOR): Engram's "
+            "vector recall@10 below is against the exact cosine top 10, which that order is not; the index's own "
+            "recall is raw SQL's (the same statements), and no equal-recall breadth is searched."
+        )
     lines += ["", "### Fetch (limit 10)", ""]
     if raw:
         lines += [

@@ -615,8 +615,10 @@ async def measured_run(
         "quick": quick,
     }
     result["embedder"] = {"setting": embedder_setting, "name": embedder.name, "dimension": embedder.dimension}
-    late = service_settings(embedder_setting).late_interaction_on
-    result["late_interaction"] = late
+    service = service_settings(embedder_setting)
+    late = service.late_interaction_on
+    # Which modes' first hits the service re-scores by late interaction (app/engine/interaction.py).
+    result["late_interaction"] = {"hybrid": late, "vector": late and service.engine_options.late.vector}
     result["vector_backlog_limit"] = rawsql.BACKLOG_LIMIT
     result["vector_indexers"] = rawsql.INDEXERS
     result["raw_shares_database"] = True
@@ -737,9 +739,9 @@ async def measured_run(
                             truth = await ExactNeighbours.load(exact_conn, embedder.name)
                             result["quality"], exact = await quality(truth, embedder, queries, answers)
                             clock.lap("exact truth")
-                            # With late interaction Engram's vector order is not a cosine order: no breadth
-                            # of LangGraph's answers it, and the index's recall is the raw floor's.
-                            if not late:
+                            # Vector fetches re-scored by late interaction are not in cosine order: no breadth
+                            # of LangGraph's answers them, and the index's recall is the raw floor's.
+                            if not result["late_interaction"]["vector"]:
                                 result["equal_recall"] = await equal_recall(
                                     http, langgraph, langgraph_widened, queries, exact, result["quality"], quick=quick
                                 )

@@ -31,6 +31,7 @@ from bench.run import EncoderAlone, as_the_service_embeds
 from bench.truth import recall_at_10
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
+VARIANT_NAMES = ("none", "tag", "subtree")
 
 
 def figures(p50: float) -> dict[str, float]:
@@ -352,3 +353,25 @@ async def test_the_breadth_for_equal_recall_is_the_narrowest_that_reaches_it_els
 def test_recall_at_10_is_the_mean_share_of_each_truth_found_over_queries_that_have_one() -> None:
     assert recall_at_10([["a", "b"], ["c"], []], [["a", "x"], ["c"], []]) == 0.75
     assert recall_at_10([[]], [[]]) is None
+
+
+def test_a_mode_re_scored_by_late_interaction_is_not_judged_against_raw_sql_which_does_not() -> None:
+    rates = {"engram": 90.0, "raw": 95.0, "langgraph": 85.0, "encoder": 100.0}
+    run = run_with("bge-small", 10_000, rates, 2.0, 4.0)
+    run["engram"]["fetch"] = {case: figures(9.0) for case in run["engram"]["fetch"]}  # 9 ms against raw's 2
+    run["quality"]["raw"] = {f"vector/{v}": {**run["quality"]["engram"][f"vector/{v}"]} for v in VARIANT_NAMES}
+    run["quality"]["engram"] = {
+        f"vector/{v}": {**run["quality"]["raw"][f"vector/{v}"], "recall_at_10": 0.6} for v in VARIANT_NAMES
+    }  # a re-scored order against the exact cosine top 10
+
+    def judged(late: dict[str, bool]) -> dict[str, bool | None]:
+        return {t: ok for t, _, ok in targets({**run, "late_interaction": late}, [])}
+
+    hybrid_only = judged({"hybrid": True, "vector": False})
+    assert hybrid_only["fetch hybrid/none p50 ≤ 1.5× (raw p50 + floor)"] is None
+    assert hybrid_only["fetch vector/none p50 ≤ 1.5× (raw p50 + floor)"] is False  # vector is the index's order
+    assert hybrid_only["HNSW recall@10 ≥ 0.95 (ef_search ?)"] is False  # Engram's own recall, judged
+    both = judged({"hybrid": True, "vector": True})
+    assert both["fetch vector/none p50 ≤ 1.5× (raw p50 + floor)"] is None
+    assert both["HNSW recall@10 ≥ 0.95 (ef_search ?)"] is True  # the index's, through raw SQL
+    assert judged({"hybrid": False, "vector": False})["fetch hybrid/none p50 ≤ 1.5× (raw p50 + floor)"] is False
