@@ -2,10 +2,10 @@
 score and its MaxSim score, each scaled over the hits re-scored, combined by a weight.
 
 Scaled, because the two scores live on unrelated scales (a cosine or a fused score; a sum of 32
-cosines); over the hits re-scored, because that is the set the combination orders. A hit whose
-token vectors are not made yet (they are made after the write, docs/decisions/2026-12-05-late-
-interaction-after-acknowledgement.md) counts its scaled place score for both: it keeps its
-standing among the others instead of falling to the end.
+cosines); over the hits re-scored, because that is the set the combination orders. A hit given
+no MaxSim score counts its scaled place score for both: it keeps its standing among the others
+instead of falling to the end (the engine gives every re-scored hit one: a read makes the token
+vectors the writer has not made yet).
 """
 
 from __future__ import annotations
