@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from app.embeddings.memo import Recent
 from app.embeddings.onnx import packaged, verified
 
 
@@ -53,6 +54,8 @@ COLBERT_SMALL = LateModel(
     sha256="4980983628c18e4f0a4c756114abd2d7c097c6ccad9cffc70e77302d21e05df0",
 )
 
+# Questions whose token vectors are kept: 32 x 384 float16 each, ~24 MB for 1,000.
+REMEMBERED_QUESTIONS = 1_000
 # The nice value of the lanes that encode stored texts (the highest: scheduled last).
 LOWEST_PRIORITY = 19
 # BERT's [CLS], [SEP] and [MASK]; [unused0] and [unused1] are the model's question and item markers.
@@ -79,6 +82,9 @@ class LateInteraction:
         # Punctuation's vectors match punctuation: an item keeps its words' (and its markers').
         pieces = (self._tokenizer.token_to_id(mark) for mark in string.punctuation)
         self._punctuation = {piece for piece in pieces if piece is not None}
+        # Questions asked lately (a client paging sends its question again with each cursor).
+        self._asked = Recent(REMEMBERED_QUESTIONS)
+        self._asked_lock = threading.Lock()
         lanes = threads or os.cpu_count() or 1
         self._lanes = ThreadPoolExecutor(max_workers=lanes, thread_name_prefix="engram-late", initializer=_yielding)
         # For the texts a read waits for: the same runs at the usual priority.
@@ -99,11 +105,19 @@ class LateInteraction:
         return list((self._waited_for if waited_for else self._lanes).map(self._item, texts))
 
     def question(self, text: str) -> np.ndarray:
-        """A question's ``question_tokens`` unit vectors (float32), [MASK] padding included."""
-        limit = self._model.question_tokens
-        ids = [CLS, QUESTION, *self._pieces(text, limit), SEP]
-        attended = len(ids)
-        return _unit(self._states([*ids, *[MASK] * (limit - attended)], attended))
+        """A question's ``question_tokens`` unit vectors (float32 of float16 precision, whether made now
+        or remembered: a question asked again, a page at a time, scores its hits alike), [MASK] padding
+        included."""
+        with self._asked_lock:
+            known = self._asked.get(text)
+        if known is None:
+            limit = self._model.question_tokens
+            ids = [CLS, QUESTION, *self._pieces(text, limit), SEP]
+            attended = len(ids)
+            known = _unit(self._states([*ids, *[MASK] * (limit - attended)], attended)).astype(np.float16)
+            with self._asked_lock:
+                self._asked.put(text, known)
+        return known.astype(np.float32)
 
     def _item(self, text: str) -> np.ndarray:
         ids = [CLS, ITEM, *self._pieces(text, self._model.item_tokens), SEP]

@@ -20,7 +20,7 @@ REMEMBERED = 10_000
 Encode = Callable[[list[str]], Awaitable[np.ndarray]]
 
 
-class _Recent:
+class Recent:
     """The last ``size`` texts' vectors, least recently used forgotten first."""
 
     def __init__(self, size: int) -> None:
@@ -45,8 +45,8 @@ class RememberingEmbedder(WrappedEmbedder):
 
     def __init__(self, inner: Embedder, size: int = REMEMBERED) -> None:
         super().__init__(inner)
-        self._documents = _Recent(size)
-        self._queries = _Recent(size)
+        self._documents = Recent(size)
+        self._queries = Recent(size)
 
     async def embed(self, texts: list[str]) -> np.ndarray:
         return await self._through(texts, self._documents, self._inner.embed)
@@ -54,7 +54,7 @@ class RememberingEmbedder(WrappedEmbedder):
     async def embed_queries(self, texts: list[str]) -> np.ndarray:
         return await self._through(texts, self._queries, self._inner.embed_queries)
 
-    async def _through(self, texts: list[str], recent: _Recent, encode: Encode) -> np.ndarray:
+    async def _through(self, texts: list[str], recent: Recent, encode: Encode) -> np.ndarray:
         known = {text: vector for text in texts if (vector := recent.get(text)) is not None}
         missing = list(dict.fromkeys(text for text in texts if text not in known))
         if missing:
