@@ -81,6 +81,11 @@ class SketchOptions:
     """The most items a filter ranked by sketches for its share may admit (the scan reads every one)."""
     sparse_candidates: int = 400  # docs/tuning.md#filters-at-a-million-items
     """``candidates`` for a filter ranked by sketches for its share: more admitted items, more re-ranked."""
+    sampled: int = 2_000  # docs/tuning.md#sketch-pruning
+    """For a filter ranked by sketches for its share: its first postings read to bound the Hamming
+    distance its candidates are looked for within (0: every admitted sketch sorted)."""
+    sample_margin: float = 2.0  # docs/tuning.md#sketch-pruning
+    """That bound holds this many times the candidates' share of the admitted items, by the sample."""
 
 
 @dataclass(frozen=True)

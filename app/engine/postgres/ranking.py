@@ -22,7 +22,7 @@ from app.engine.postgres.queries.keyword import plan_keyword
 from app.engine.postgres.queries.statement import Statement
 from app.engine.postgres.queries.statistics import TERM_STATISTICS, StatisticsCache, TermStatistics
 from app.engine.postgres.queries.vector import index_was_enough, plan_sketch, plan_vector
-from app.engine.postgres.selectivity import admits_many, least_candidates
+from app.engine.postgres.selectivity import admits_many, least_candidates, sampled_bound
 
 # Runs one statement and returns its rows.
 Run = Callable[[Statement], Awaitable[Sequence[Row]]]
@@ -112,8 +112,19 @@ class Rankings:
         admits (what the engine did before migration 0008, bench/proposals.py)."""
         least = await self.sketch_candidates(run, request_filter, pred) if sketches else None
         if least is not None:
-            keys = sketch_keys(request_filter)
-            statement = plan_sketch(vector, pred, keys, model=self._model, offset=offset, count=count, candidates=least)
+            options = self._options.sketch
+            statement = plan_sketch(
+                vector,
+                pred,
+                sketch_keys(request_filter),
+                model=self._model,
+                offset=offset,
+                count=count,
+                candidates=least,
+                admitted=sampled_bound(request_filter, await self.statistics(run), options),
+                sampled=options.sampled,
+                margin=options.sample_margin,
+            )
             return statement, True
         statement = plan_vector(
             vector,

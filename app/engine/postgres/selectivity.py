@@ -47,6 +47,16 @@ def least_candidates(request_filter: Filter, statistics: TermStatistics, options
     return None
 
 
+def sampled_bound(request_filter: Filter, statistics: TermStatistics, options: SketchOptions) -> float | None:
+    """The statistics' bound on the items of a filter ranked by sketches for its share (the second
+    rule of least_candidates), whose candidates are looked for within a distance a sample of its
+    sketches bounds (queries.vector.sketch_sql's ``pruned``); None for every other filter."""
+    bound = admitted_bound(request_filter, statistics)
+    if bound is None or bound <= options.max_admitted or options.sampled <= 0:
+        return None
+    return bound if least_candidates(request_filter, statistics, options) is not None else None
+
+
 def ranks_by_sketch(request_filter: Filter, statistics: TermStatistics, options: SketchOptions) -> bool:
     """Whether a vector search under ``request_filter`` is sketch_sql's: it admits few items for certain."""
     return least_candidates(request_filter, statistics, options) is not None
