@@ -210,7 +210,9 @@ class RawSql:
         rows (limit 10 and the one that says whether there is a next page)."""
         pred = filter_predicate(request_filter)
         if mode == "keyword":
-            return await self._rankings.keyword_statement(self._runner(), KeywordQuery.parse(query), pred, 0, count)
+            return await self._rankings.keyword_statement(
+                self._runner(), KeywordQuery.parse(query), request_filter, pred, 0, count
+            )
         if vector is None:
             raise ValueError(f"a {mode} statement needs the query's vector")
         statement, _ = await self._rankings.vector_statement(self._runner(), vector, request_filter, pred, 0, count)
@@ -231,7 +233,8 @@ class RawSql:
         pred = filter_predicate(request_filter)
         keywords = KeywordQuery.parse(query)
         if mode == "keyword":
-            return [r["id"] for r in await self._rankings.keyword(self._runner(), keywords, pred, 0, limit + 1)][:limit]
+            rows = await self._rankings.keyword(self._runner(), keywords, request_filter, pred, 0, limit + 1)
+            return [r["id"] for r in rows][:limit]
         (vector,) = await self._embedder.embed_queries([query])
         if mode == "vector":
             return await self.vector_page(vector, request_filter, limit)

@@ -684,7 +684,8 @@ class PostgresEngine:
         self._rankings.forget_statistics()
 
     async def _keyword(self, keywords: KeywordQuery, request_filter: Filter, offset: int, count: int) -> list[Hit]:
-        rows = await self._rankings.keyword(self._read, keywords, filter_predicate(request_filter), offset, count)
+        pred = filter_predicate(request_filter)
+        rows = await self._rankings.keyword(self._read, keywords, request_filter, pred, offset, count)
         return [hit_of(row, float(row["score"])) for row in rows]
 
     async def _vector(self, vector: np.ndarray, request_filter: Filter, offset: int, count: int) -> list[Hit]:

@@ -26,6 +26,9 @@ class PoolOptions:
     """How long opening a connection, or waiting for a free one, may take."""
     statement_timeout_ms: int = 15_000
     """The server's statement_timeout on every pooled connection."""
+    parallel_workers: int = 0  # docs/tuning.md#parallel-workers
+    """max_parallel_workers_per_gather on every pooled connection: 0, no statement plans parallel
+    workers, which fought the other half of a hybrid and the service's other requests for the cores."""
 
 
 @dataclass(frozen=True)
@@ -58,6 +61,9 @@ class KeywordOptions:
     """A short pool is topped up from terms up to this many estimated rows before the commonest."""
     settled: int = 100  # docs/tuning.md#keyword-settled
     """Once the rarer terms fill this many ranks, the commonest only fill the pool's tail."""
+    broad: int = 100_000  # docs/tuning.md#keyword-broad-filters
+    """A filter the statistics bound to more than this many items is ranked as no filter is: at
+    most ``scored`` matches, those holding more of the operands first (its matches run past the budget)."""
 
 
 @dataclass(frozen=True)
@@ -75,6 +81,11 @@ class SketchOptions:
     """The most items a filter ranked by sketches for its share may admit (the scan reads every one)."""
     sparse_candidates: int = 400  # docs/tuning.md#filters-at-a-million-items
     """``candidates`` for a filter ranked by sketches for its share: more admitted items, more re-ranked."""
+    sampled: int = 2_000  # docs/tuning.md#sketch-pruning
+    """For a filter ranked by sketches for its share: its first postings read to bound the Hamming
+    distance its candidates are looked for within (0: every admitted sketch sorted)."""
+    sample_margin: float = 2.0  # docs/tuning.md#sketch-pruning
+    """That bound holds this many times the candidates' share of the admitted items, by the sample."""
 
 
 @dataclass(frozen=True)

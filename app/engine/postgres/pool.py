@@ -40,6 +40,7 @@ def connection_settings(pool: PoolOptions, hnsw: HNSWOptions, *, generic_plan: b
         "application_name": APPLICATION_NAME,
         "statement_timeout": str(pool.statement_timeout_ms),
         "jit": "off",  # JIT compiles cost more than these short queries take
+        "max_parallel_workers_per_gather": str(pool.parallel_workers),
         "plan_cache_mode": "force_generic_plan" if generic_plan else "force_custom_plan",
         "hnsw.ef_search": str(hnsw.ef_search),
         "hnsw.iterative_scan": hnsw.iterative_scan,

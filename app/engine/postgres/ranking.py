@@ -22,7 +22,7 @@ from app.engine.postgres.queries.keyword import plan_keyword
 from app.engine.postgres.queries.statement import Statement
 from app.engine.postgres.queries.statistics import TERM_STATISTICS, StatisticsCache, TermStatistics
 from app.engine.postgres.queries.vector import index_was_enough, plan_sketch, plan_vector
-from app.engine.postgres.selectivity import least_candidates
+from app.engine.postgres.selectivity import admits_many, least_candidates, sampled_bound
 
 # Runs one statement and returns its rows.
 Run = Callable[[Statement], Awaitable[Sequence[Row]]]
@@ -60,23 +60,29 @@ class Rankings:
         self._statistics.forget()
 
     async def keyword_statement(
-        self, run: Run, keywords: KeywordQuery, pred: Predicate, offset: int, count: int
+        self, run: Run, keywords: KeywordQuery, request_filter: Filter, pred: Predicate, offset: int, count: int
     ) -> Statement:
+        """The keyword statement; a filter the statistics bound to many items has its matches held
+        first, as a ranking without a filter does (selectivity.admits_many)."""
+        statistics = await self.statistics(run)
         return plan_keyword(
             keywords,
             pred,
             offset=offset,
             count=count,
-            statistics=await self.statistics(run),
+            statistics=statistics,
             ts_config=self._ts_config,
             options=self._options.keyword,
+            broad=not pred.admits_all and admits_many(request_filter, statistics, self._options.keyword),
         )
 
-    async def keyword(self, run: Run, keywords: KeywordQuery, pred: Predicate, offset: int, count: int) -> list[Row]:
+    async def keyword(
+        self, run: Run, keywords: KeywordQuery, request_filter: Filter, pred: Predicate, offset: int, count: int
+    ) -> list[Row]:
         """``count`` rows of the keyword ranking from ``offset`` (none for a query without words)."""
         if keywords.is_empty:
             return []
-        return list(await run(await self.keyword_statement(run, keywords, pred, offset, count)))
+        return list(await run(await self.keyword_statement(run, keywords, request_filter, pred, offset, count)))
 
     async def sketch_candidates(self, run: Run, request_filter: Filter, pred: Predicate) -> int | None:
         """The least candidates a vector ranking under the filter re-ranks when it is by sketches (its
@@ -106,8 +112,19 @@ class Rankings:
         admits (what the engine did before migration 0008, bench/proposals.py)."""
         least = await self.sketch_candidates(run, request_filter, pred) if sketches else None
         if least is not None:
-            keys = sketch_keys(request_filter)
-            statement = plan_sketch(vector, pred, keys, model=self._model, offset=offset, count=count, candidates=least)
+            options = self._options.sketch
+            statement = plan_sketch(
+                vector,
+                pred,
+                sketch_keys(request_filter),
+                model=self._model,
+                offset=offset,
+                count=count,
+                candidates=least,
+                admitted=sampled_bound(request_filter, await self.statistics(run), options),
+                sampled=options.sampled,
+                margin=options.sample_margin,
+            )
             return statement, True
         statement = plan_vector(
             vector,
@@ -169,7 +186,9 @@ class Rankings:
         if keywords.is_empty:
             keyword_rows, vector_rows = [], await nearest
         else:
-            keyword_rows, vector_rows = await concurrently(self.keyword(runs[0], keywords, pred, 0, depth), nearest)
+            keyword_rows, vector_rows = await concurrently(
+                self.keyword(runs[0], keywords, request_filter, pred, 0, depth), nearest
+            )
         rows = {row["id"]: row for row in (*keyword_rows, *vector_rows)}
         fused = fuse(
             [(row["id"], float(row["score"])) for row in keyword_rows],

@@ -12,10 +12,11 @@ from app.engine import keywords
 from app.engine.keywords import MAX_TERMS, KeywordQuery
 from app.engine.postgres.engine import PostgresEngine
 from app.engine.postgres.filters import filter_predicate
-from app.engine.postgres.options import KeywordOptions
+from app.engine.postgres.options import EngineOptions, KeywordOptions
 from app.engine.postgres.queries.keyword import keyword_params, plan_keyword
 from app.engine.postgres.queries.statement import Statement
 from app.engine.postgres.queries.statistics import TERM_STATISTICS, TermStatistics
+from app.engine.postgres.ranking import Rankings
 from tests.engine.postgres.support import EVERY_MATCH, analyse, learning, stored_in_table_order
 
 KEYWORD_POOL = KeywordOptions().pool
@@ -191,6 +192,32 @@ async def test_keyword_scores_the_matches_holding_two_rare_words_before_those_ho
     assert set(unbounded[:3]) == two_ids
     bounded = await keyword_page(pg_engine, "quokka wombat garden", limit=10, budget=60, scored=20)
     assert bounded[:3] == unbounded[:3]
+
+
+async def test_a_filter_admitting_many_items_scores_the_matches_holding_a_second_word_first(
+    pg_engine: PostgresEngine,
+) -> None:
+    """As without a filter (above), under a filter the statistics bound to more than
+    KeywordOptions.broad items: its rarest words' matches run past the budget too."""
+    lone = [learning(f"quokka sighting {n}", tags=["wide"]) for n in range(40)]
+    both = [learning(f"quokka in the garden, visit {n}", tags=["wide"]) for n in range(4)]
+    common = [learning(f"garden soil report {n}", tags=["wide"]) for n in range(300)]
+    await stored_in_table_order(pg_engine, lone, both, common)
+    both_ids = {i.checked().fingerprint() for i in both}
+    wide = Filter(tags_any=["wide"])
+
+    async def first_four(broad: int) -> set[str]:
+        options = replace(KeywordOptions(), budget=20, scored=20, middle=20, broad=broad)
+        rankings = Rankings(model="unused", dimension=1, ts_config="english", options=EngineOptions(keyword=options))
+        rows = await rankings.keyword(
+            pg_engine.run, KeywordQuery.parse("quokka garden"), wide, filter_predicate(wide), 0, 10
+        )
+        return {row["id"] for row in rows[:4]}
+
+    # 344 items admitted: over 300 the matches are held first, else the first 20 in table order
+    # are scored, and those are all lone.
+    assert await first_four(broad=300) == both_ids
+    assert not await first_four(broad=400) & both_ids
 
 
 async def test_keyword_query_of_stop_words_only_matches_nothing(pg_engine: PostgresEngine) -> None:

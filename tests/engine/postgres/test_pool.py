@@ -116,3 +116,29 @@ async def test_connections_the_server_closed_are_replaced_not_used(
     assert [hit.text for hit in page.hits] == ["before the backend went away"]
     receipt = await pg_engine.store(learning("after the backend went away"))
     assert not receipt.replayed
+
+
+async def test_pooled_connections_plan_no_parallel_workers(pg_engine: PostgresEngine, database_url: str) -> None:
+    """Both pools' statements run on one core each: parallel workers fought the other half of a
+    hybrid, and other requests, for the cores (docs/tuning.md#parallel-workers)."""
+    await pg_engine.store_many([learning(f"parallel note {n}") for n in range(20)])
+    # A planner told that workers cost nothing plans them wherever they are allowed.
+    free = ("SET LOCAL parallel_setup_cost = 0", "SET LOCAL parallel_tuple_cost = 0")
+    free += ("SET LOCAL min_parallel_table_scan_size = 0", "SET LOCAL min_parallel_index_scan_size = 0")
+    query = "EXPLAIN SELECT count(*) FROM engram_items WHERE text LIKE '%note%'"
+
+    async def plan(connection: asyncpg.Connection) -> str:
+        async with connection.transaction():
+            for setting in free:
+                await connection.execute(setting)
+            return "\n".join(row[0] for row in await connection.fetch(query))
+
+    for generic_plan in (False, True):
+        async with pg_engine.connection(generic_plan=generic_plan) as connection:
+            assert "Gather" not in await plan(connection)
+    # The server's own default would: the statement can be planned parallel.
+    plain = await asyncpg.connect(driver_url(database_url))
+    try:
+        assert "Gather" in await plan(plain)
+    finally:
+        await plain.close()

@@ -6,9 +6,15 @@ import pytest
 
 from app.contract.meta import Filter
 from app.engine.postgres.filters import sketch_keys
-from app.engine.postgres.options import SketchOptions
+from app.engine.postgres.options import KeywordOptions, SketchOptions
 from app.engine.postgres.queries.statistics import ElementShares, TermStatistics
-from app.engine.postgres.selectivity import admitted_bound, least_candidates, ranks_by_sketch
+from app.engine.postgres.selectivity import (
+    admits_many,
+    admitted_bound,
+    least_candidates,
+    ranks_by_sketch,
+    sampled_bound,
+)
 
 SKETCH_MAX_ADMITTED = SketchOptions().max_admitted
 
@@ -144,3 +150,50 @@ def test_a_filter_without_a_bounded_key_is_never_ranked_by_sketches(request_filt
     assert admitted_bound(request_filter.checked(), STATS) is None
     with pytest.raises(ValueError):
         sketch_keys(request_filter.checked())
+
+
+@pytest.mark.parametrize(
+    ("items", "admitted", "many"),
+    [
+        # A million items: the bench's broadest tags and subtrees admit 120k-350k; their rarest
+        # words' matches ran past the keyword budget (docs/tuning.md#keyword-broad-filters).
+        (1_000_000, 336_000, True),
+        (1_000_000, KeywordOptions().broad * 1.01, True),
+        (1_000_000, KeywordOptions().broad, False),
+        (1_000_000, 40_000, False),
+        # At 100k no filter is bound to more than the store holds.
+        (100_000, 100_000, False),
+    ],
+)
+def test_a_filter_bound_to_many_items_has_its_keyword_matches_held_first(
+    items: float, admitted: float, many: bool
+) -> None:
+    stats = statistics(items=items, tags={"t": admitted / items, "other": 0.01})
+    assert admits_many(Filter(tags_any=["t"]), stats, KeywordOptions()) is many
+
+
+def test_a_filter_nothing_bounds_is_not_known_to_admit_many() -> None:
+    assert not admits_many(Filter(kinds=["learning"]), STATS, KeywordOptions(broad=0))
+    assert not admits_many(Filter(), STATS, KeywordOptions(broad=0))
+
+
+@pytest.mark.parametrize(
+    ("items", "admitted", "sampled"),
+    [
+        # Ranked by sketches for its share: the candidates are looked for within a sampled distance.
+        (1_000_000, 40_000, 40_000),
+        (1_000_000, 100_000, 100_000),
+        # Ranked by sketches for being few, or walked: every sketch sorted, or none read.
+        (1_000_000, 15_000, None),
+        (1_000_000, 101_000, None),
+        (100_000, 15_000, None),
+    ],
+)
+def test_only_a_filter_ranked_by_sketches_for_its_share_bounds_their_distance_by_a_sample(
+    items: float, admitted: float, sampled: float | None
+) -> None:
+    stats = statistics(items=items, tags={"t": admitted / items, "other": 0.5})
+    assert sampled_bound(Filter(tags_any=["t"]), stats, SketchOptions()) == (
+        pytest.approx(sampled) if sampled else None
+    )
+    assert sampled_bound(Filter(tags_any=["t"]), stats, SketchOptions(sampled=0)) is None

@@ -9,7 +9,9 @@ by the sketches' keys or not.
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -19,10 +21,11 @@ from app.contract.namespaces import Reach
 from app.contract.requests import FetchRequest, ForgetByIds
 from app.engine.postgres.engine import PostgresEngine
 from app.engine.postgres.filters import filter_predicate
-from app.engine.postgres.options import SketchOptions
+from app.engine.postgres.options import EngineOptions, SketchOptions
 from app.engine.postgres.queries.statement import Statement
 from app.engine.postgres.queries.statistics import TERM_STATISTICS, TermStatistics
 from app.engine.postgres.queries.vector import vector_sql
+from app.engine.postgres.ranking import Rankings
 from app.engine.postgres.selectivity import ranks_by_sketch
 from app.engine.postgres.vectors import query_vector
 from tests.engine.postgres.support import analyse, learning
@@ -153,3 +156,44 @@ async def test_the_indexer_writes_each_sketch_with_its_items_keys_and_a_forget_t
     assert report.forgotten == 10
     assert await scalar(unindexed, "SELECT count(DISTINCT item_id) FROM engram_sketch_postings") == 330
     assert await scalar(unindexed, SKETCHES_OFF) == 0
+
+
+async def test_a_sample_of_the_sketches_bounds_the_distance_their_candidates_are_sorted_within(
+    unindexed: PostgresEngine, embedder: Any
+) -> None:
+    """For a filter ranked by sketches for its share, only the sketches within a distance the first
+    ones bound are sorted: the same candidates, so the same pages, whether enough lie within it or
+    (a sample that misleads) every admitted sketch is sorted after all."""
+    await few_among_many(unindexed)
+    (vector,) = await embedder.embed([QUERY])
+    wide = Filter(tags_any=["common"])  # 300 admitted, every sketch filed
+    share_only = SketchOptions(max_admitted=0, max_share=1.0, max_sparse=10_000, sparse_candidates=40)
+
+    async def ranked(sampled: int, margin: float) -> tuple[list[list[tuple[str, float]]], int | None]:
+        sketch = replace(share_only, sampled=sampled, sample_margin=margin)
+        rankings = Rankings(
+            model=embedder.name,
+            dimension=embedder.dimension,
+            ts_config="english",
+            options=EngineOptions(sketch=sketch),
+        )
+        pages, within = [], None
+        for offset in (0, 10, 20):
+            statement, settled = await rankings.vector_statement(
+                unindexed.run, vector, wide, filter_predicate(wide), offset, 10
+            )
+            assert settled and "engram_sketch_postings" in statement.sql
+            pages.append([(row["id"], float(row["score"])) for row in await unindexed.run(statement)])
+            if offset == 0 and "within AS" in statement.sql:
+                explained = Statement("EXPLAIN (ANALYZE, COSTS OFF) " + statement.sql, statement.args)
+                plan = [row[0] for row in await unindexed.run(explained)]
+                start = next(n for n, line in enumerate(plan) if line.strip() == "CTE within")
+                within = int(float(re.search(r"rows=([0-9.]+)", plan[start + 1]).group(1)))  # type: ignore[union-attr]
+        return pages, within
+
+    every, none_within = await ranked(sampled=0, margin=1.0)
+    assert none_within is None and [len(page) for page in every] == [10, 10, 10]
+    enough, within = await ranked(sampled=100, margin=3.0)
+    assert enough == every and within == 40  # the first page's 40 candidates, found within the bound
+    misled, within = await ranked(sampled=100, margin=0.05)
+    assert misled == every and within is not None and within < 40  # too few within: all sorted

@@ -106,15 +106,17 @@ def _score(keywords: KeywordQuery) -> str:
     )
 
 
-# The core of an unfiltered ranking: up to ``scored`` matches of the essential operands, best
-# placed first: those holding two essential operands, then one and another operand, then the
+# The core of an unfiltered ranking, or of a filter that admits so many items that its matches too
+# run past the budget (KeywordOptions.broad): up to ``scored`` matches of the essential operands,
+# best placed first: those holding two essential operands, then one and another operand, then the
 # rest. An item holding more of the query's words outranks one holding fewer unless it repeats
 # them, so when the matches run past what is scored these are the ones to keep; the bitmap heap
 # scan otherwise keeps the first in table order. The pairs read only the essential operands'
 # posting lists; each tier's bitmap excludes the tiers before it, so no row is read twice.
-def _core_held_first(live: bool) -> str:
-    """The core of an unfiltered ranking (above); ``live`` leaves out the expired items."""
-    alive = f" AND {live_items()}" if live else ""
+def _core_held_first(admitted: str | None) -> str:
+    """The core of a ranking held first (above); ``admitted``, when given, is what a row must also meet
+    (the filter, or only the live items)."""
+    also = f" AND {admitted}" if admitted else ""
     return f"""
         pairs AS (
             SELECT CAST(string_agg('(' || a.tq::text || ') & (' || b.tq::text || ')', ' | ') AS tsquery) AS q
@@ -128,17 +130,17 @@ def _core_held_first(live: bool) -> str:
         core AS (
             SELECT * FROM (
                 SELECT i.id, i.seq, i.tsv FROM engram_items i, pairs p
-                WHERE p.q IS NOT NULL AND i.tsv @@ p.q{alive}
+                WHERE p.q IS NOT NULL AND i.tsv @@ p.q{also}
                 UNION ALL
                 SELECT i.id, i.seq, i.tsv FROM engram_items i, essential e, others o, pairs p
                 WHERE o.q IS NOT NULL
-                  AND i.tsv @@ CASE WHEN p.q IS NULL THEN e.q && o.q ELSE e.q && o.q && !! p.q END{alive}
+                  AND i.tsv @@ CASE WHEN p.q IS NULL THEN e.q && o.q ELSE e.q && o.q && !! p.q END{also}
                 UNION ALL
                 SELECT i.id, i.seq, i.tsv FROM engram_items i, essential e, others o, pairs p
                 WHERE i.tsv @@ CASE WHEN o.q IS NULL AND p.q IS NULL THEN e.q
                                     WHEN o.q IS NULL THEN e.q && !! p.q
                                     WHEN p.q IS NULL THEN e.q && !! o.q
-                                    ELSE e.q && !! (o.q || p.q) END{alive}
+                                    ELSE e.q && !! (o.q || p.q) END{also}
             ) AS held
             LIMIT :scored
         )"""
@@ -155,7 +157,14 @@ def _core_in_table_order(where: str) -> str:
 
 
 def keyword_ctes(
-    where: str, keywords: KeywordQuery, *, depth: int, admits_all: bool, pool: int, live: bool = False
+    where: str,
+    keywords: KeywordQuery,
+    *,
+    depth: int,
+    admits_all: bool,
+    pool: int,
+    live: bool = False,
+    broad: bool = False,
 ) -> str:
     """CTEs ending in ``kw(id, seq, score, rank)``: matches best first, in one order whatever the page.
 
@@ -175,14 +184,20 @@ def keyword_ctes(
     matches fill the first ``settled`` ranks, only as many as the pool lacks (KeywordOptions.settled).
     At most three times the budget rows are read and scored. Without a filter (``admits_all``) the rarest operands'
     matches often run past the budget, and which of them are scored decides the page: at
-    most ``scored`` are, those holding more of the operands first (``_core_held_first``). The
+    most ``scored`` are, those holding more of the operands first (``_core_held_first``); so too
+    under a ``broad`` filter, one the statistics bound to many items (KeywordOptions.broad). The
     best ``pool`` lead every ranking; a page ending past the pool continues with the
     other matches by ``ts_rank``, scaled below the pool's lowest score, so cursors neither
     skip nor repeat.
     Parameters: cfg, elems, freqs, items, operands, words, budget, scored, middle, topup, pool,
     settled, ranked (see ``keyword_params``).
     """
-    core = _core_held_first(live) if admits_all else _core_in_table_order(where)
+    if admits_all:
+        core = _core_held_first(live_items() if live else None)
+    elif broad:
+        core = _core_held_first(where)
+    else:
+        core = _core_in_table_order(where)
     ranking = f"""{_KEYWORD_TERMS},
         weights AS (SELECT array_agg(idf ORDER BY ord) AS idf, array_agg(tq ORDER BY ord) AS tq FROM terms),{core},
         extra_middle AS (
@@ -232,10 +247,15 @@ def keyword_ctes(
     """
 
 
-def keyword_sql(pred: Predicate, keywords: KeywordQuery, *, depth: int, options: KeywordOptions) -> str:
-    """A keyword page under ``pred``, written as the terms index serves it beside the words."""
+def keyword_sql(
+    pred: Predicate, keywords: KeywordQuery, *, depth: int, options: KeywordOptions, broad: bool = False
+) -> str:
+    """A keyword page under ``pred``, written as the terms index serves it beside the words;
+    ``broad``: ``pred`` admits many items (keyword_ctes)."""
     where = pred.sql(beside_words=True)
-    ctes = keyword_ctes(where, keywords, depth=depth, admits_all=pred.admits_all, pool=options.pool, live=pred.live)
+    ctes = keyword_ctes(
+        where, keywords, depth=depth, admits_all=pred.admits_all, pool=options.pool, live=pred.live, broad=broad
+    )
     return f"""
         WITH {ctes}
         SELECT {HIT_COLUMNS}, i.seq, page.score
@@ -254,9 +274,12 @@ def plan_keyword(
     statistics: TermStatistics,
     ts_config: str,
     options: KeywordOptions,
+    broad: bool = False,
 ) -> Statement:
     """``count`` rows of the keyword ranking under ``pred`` from ``offset``: id, kind, text, meta,
-    confidence, seq and score. Unfiltered, on the generic plan (plans_generic)."""
+    confidence, seq and score. Unfiltered, on the generic plan (plans_generic). ``broad``: the
+    statistics bound ``pred`` to many items (selectivity.admits_many), so its matches are held first
+    as a ranking without a filter's are."""
     depth = offset + count
     params = {
         **keyword_params(ts_config, keywords, depth, statistics, options),
@@ -265,5 +288,5 @@ def plan_keyword(
         **pred.params,
     }
     return Statement.bind(
-        keyword_sql(pred, keywords, depth=depth, options=options), params, generic_plan=plans_generic(pred)
+        keyword_sql(pred, keywords, depth=depth, options=options, broad=broad), params, generic_plan=plans_generic(pred)
     )

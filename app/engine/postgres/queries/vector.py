@@ -97,7 +97,7 @@ def sketch_candidates(depth: int, least: int) -> int:
     return max(least, 4 * depth)
 
 
-def sketch_sql(where: str, keys: SketchKeys, *, live: bool = False) -> str:
+def sketch_sql(where: str, keys: SketchKeys, *, live: bool = False, pruned: bool = False) -> str:
     """The vector ranking of a filter that admits few items: their sketches, then their vectors.
 
     Every admitted indexed item's sketch (one bit per dimension) is compared with the query's by
@@ -113,6 +113,11 @@ def sketch_sql(where: str, keys: SketchKeys, *, live: bool = False) -> str:
     filters that admit few (SketchOptions.max_admitted), where the HNSW walk must step past most of
     what it finds. ``live``: a complete key set leaves out the expired items by their ids
     (filters.EXPIRED_IDS, none while nothing expires), still without reading an item.
+
+    ``pruned`` (a complete key set): the first ``sampled`` postings in the index's order say below what
+    Hamming distance the nearest ``quantile`` of them lie, and only the postings within it are
+    sorted (_pruned_candidates): the same candidates, for the cost of one distance a posting
+    instead of a distance and a place in the sort (docs/tuning.md#sketch-pruning).
     """
     postings, rest = "engram_sketch_postings p", ""
     if not keys.complete:
@@ -120,14 +125,20 @@ def sketch_sql(where: str, keys: SketchKeys, *, live: bool = False) -> str:
     elif live:
         rest = f" AND p.item_id NOT IN ({EXPIRED_IDS})"
     once = "DISTINCT ON (p.seq) " if keys.several else ""
-    return f"""
-        WITH nearest AS MATERIALIZED (
-            (SELECT c.id, c.seq, e.embedding <=> CAST(:vec AS vector) AS distance
-             FROM (
+    admitted = f"SELECT {once}p.item_id, p.seq, p.sketch FROM {postings} WHERE {keys.predicate.sql()}{rest}"
+    nearest_sketches = f"""
                  SELECT a.item_id AS id, a.seq
-                 FROM (SELECT {once}p.item_id, p.seq, p.sketch FROM {postings} WHERE {keys.predicate.sql()}{rest}) AS a
-                 ORDER BY a.sketch <~> binary_quantize(CAST(:vec AS vector)), a.seq
-                 LIMIT :candidates
+                 FROM ({admitted}) AS a
+                 ORDER BY a.sketch <~> {_QUERY_SKETCH}, a.seq
+                 LIMIT :candidates"""
+    pruned_ctes = ""
+    if pruned and keys.complete:
+        pruned_ctes = _pruned_candidates(keys, rest, admitted)
+        nearest_sketches = "SELECT id, seq FROM pruned"
+    return f"""
+        WITH {pruned_ctes}nearest AS MATERIALIZED (
+            (SELECT c.id, c.seq, e.embedding <=> CAST(:vec AS vector) AS distance
+             FROM ({nearest_sketches}
              ) AS c
              JOIN engram_embeddings e ON e.item_id = c.id AND e.model = :model)
             UNION ALL
@@ -144,6 +155,39 @@ def sketch_sql(where: str, keys: SketchKeys, *, live: bool = False) -> str:
         ORDER BY n.distance, n.seq
         OFFSET :offset
     """
+
+
+_QUERY_SKETCH = "binary_quantize(CAST(:vec AS vector))"
+
+
+def _pruned_candidates(keys: SketchKeys, rest: str, admitted: str) -> str:
+    """CTEs ending in ``pruned(id, seq)``: sketch_sql's ``candidates`` nearest admitted sketches, found
+    by sorting only those within the Hamming distance (``bound``) below which the ``quantile`` nearest
+    of the first ``sampled`` postings lie. Exactly the nearest: unless at least ``candidates`` lie
+    within it (every one nearer than the last of them is then within it too), all are sorted."""
+    return f"""
+        bound AS MATERIALIZED (
+            SELECT percentile_disc(CAST(:quantile AS float8)) WITHIN GROUP (ORDER BY s.d) AS d
+            FROM (
+                SELECT p.sketch <~> {_QUERY_SKETCH} AS d FROM engram_sketch_postings p
+                WHERE {keys.predicate.sql()}{rest}
+                LIMIT :sampled
+            ) AS s
+        ),
+        within AS MATERIALIZED (
+            SELECT a.item_id AS id, a.seq
+            FROM ({admitted} AND p.sketch <~> {_QUERY_SKETCH} <= (SELECT d FROM bound)) AS a
+            ORDER BY a.sketch <~> {_QUERY_SKETCH}, a.seq
+            LIMIT :candidates
+        ),
+        pruned AS (
+            SELECT id, seq FROM within WHERE (SELECT count(*) FROM within) >= :candidates
+            UNION ALL
+            (SELECT a.item_id, a.seq FROM ({admitted}) AS a
+             WHERE (SELECT count(*) FROM within) < :candidates
+             ORDER BY a.sketch <~> {_QUERY_SKETCH}, a.seq
+             LIMIT :candidates)
+        ),"""
 
 
 def search_breadth(pred: Predicate, *, exact: bool, filtered: int | None) -> int | None:
@@ -195,10 +239,16 @@ def plan_sketch(
     offset: int,
     count: int,
     candidates: int,
+    admitted: float | None = None,
+    sampled: int = 0,
+    margin: float = 1.0,
 ) -> Statement:
     """``count`` rows of the vector ranking under ``pred`` from ``offset`` by sketches (sketch_sql),
     for a filter that admits few items; ``keys`` is the filter's part the postings hold, ``candidates``
-    the least number of sketch-nearest items ranked again (selectivity.least_candidates)."""
+    the least number of sketch-nearest items ranked again (selectivity.least_candidates).
+    ``admitted``: the statistics' bound on the items a complete key set admits; the candidates are
+    then looked for within the distance of ``margin`` times their share of it in the first
+    ``sampled`` postings (sketch_sql's ``pruned``; selectivity.sampled_bound)."""
     params = {
         "vec": query_vector(vector),
         "model": model,
@@ -208,4 +258,7 @@ def plan_sketch(
         **pred.params,
         **keys.predicate.params,
     }
-    return Statement.bind(sketch_sql(pred.sql(), keys, live=pred.live), params)
+    pruned = admitted is not None and sampled > 0 and keys.complete
+    if pruned:
+        params |= {"quantile": min(1.0, margin * params["candidates"] / max(admitted, 1.0)), "sampled": sampled}
+    return Statement.bind(sketch_sql(pred.sql(), keys, live=pred.live, pruned=pruned), params)
