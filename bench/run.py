@@ -25,8 +25,9 @@ from app.contract.meta import Filter
 from app.embeddings.late import LateInteraction
 from app.embeddings.protocol import Embedder
 from app.embeddings.registry import build_embedder
-from app.engine.context import texts_to_embed, without_roles
+from app.engine.context import texts_to_embed
 from app.engine.fusion import fusion_depth
+from app.engine.postgres.tokens import own_words
 from app.settings import Settings
 from bench import rawsql
 from bench.corpus import CorpusItem, QuerySet, build_corpus, build_queries
@@ -182,7 +183,7 @@ async def late_encoder_texts(corpus: Sequence[CorpusItem], batches: int = 10) ->
     """The late-interaction encoder alone, as the service's token writer runs it (its own lanes, each
     item's own words): texts/s over ``batches`` batches of stored texts, no database."""
     late = await asyncio.to_thread(LateInteraction)
-    texts = [without_roles(item.text) or item.text for item in corpus[: batches * BATCH]]
+    texts = [own_words(item.text) for item in corpus[: batches * BATCH]]
     began = time.perf_counter()
     for start in range(0, len(texts), BATCH):
         await asyncio.to_thread(late.items, texts[start : start + BATCH])
