@@ -91,9 +91,9 @@ class Settings(BaseSettings):
     # write, and hybrid's (and recall's) first 20 hits re-scored by them. `auto`: on with bge-small, the
     # encoder its weights were chosen with; off with the others (wordllama is chosen for speed).
     late_interaction: bool | Literal["auto"] = "auto"
-    # Vector fetches re-scored too (first 100): more found by meaning, but vector mode's order is then no
-    # longer the cosine order the contract names. Off; only with late interaction on.
-    late_interaction_vector: bool = False
+    # Vector fetches re-scored too (the index's first 50 by cosine): with late interaction on, vector mode
+    # finds more than keyword; false keeps the plain cosine order.
+    late_interaction_vector: bool = True
 
     # Recall answers by a language model (docs/answers-llm.md); off while the URL is unset (extractive only).
     # The API base of an OpenAI-compatible chat server, e.g. http://localhost:11434/v1 (Ollama).

@@ -133,7 +133,7 @@ def targets(run: dict[str, Any], runs: list[dict[str, Any]]) -> list[tuple[str, 
         rows += langgraph_rows(run)
     filtered_ef = run.get("session_settings", {}).get("engram", {}).get("hnsw.ef_search (filtered, per statement)")
     breadth = f" (ef_search {filtered_ef})" if filtered_ef else ""
-    # With late interaction Engram's page is the index's first 100 re-scored: the index's own recall is
+    # With late interaction Engram's page is the index's first hits re-scored: the index's own recall is
     # the raw floor's, the same statements without the re-scoring.
     searched = "raw" if "vector" in late and "raw" in quality else "engram"
     for variant in ("tag", "subtree"):
@@ -700,7 +700,7 @@ def fetch_lines(run: dict[str, Any], runs: list[dict[str, Any]]) -> list[str]:
         ]
     if "vector" in late:
         lines[-1] += (
-            " Its vector fetches re-score the index's first 100 too (ENGRAM_LATE_INTERACTION_VECTOR): Engram's "
+            " Its vector fetches re-score the index's first 50 too (ENGRAM_LATE_INTERACTION_VECTOR): Engram's "
             "vector recall@10 below is against the exact cosine top 10, which that order is not; the index's own "
             "recall is raw SQL's (the same statements), and no equal-recall breadth is searched."
         )

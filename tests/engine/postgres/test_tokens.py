@@ -44,10 +44,10 @@ def late() -> LateInteraction:
 async def late_engine(
     pg_engine: PostgresEngine, database_url: str, embedder: Embedder, late: LateInteraction
 ) -> AsyncIterator[PostgresEngine]:
-    """A second engine on the test's clean database, with late interaction, vector fetches re-scored
-    too; its token writer is stepped by the tests (no background tasks), so each test says when
-    token vectors are stored."""
-    async with late_engine_with(database_url, embedder, late, LateOptions(vector=True)) as engine:
+    """A second engine on the test's clean database, with late interaction as configured by default
+    (vector fetches re-scored too); its token writer is stepped by the tests (no background tasks),
+    so each test says when token vectors are stored."""
+    async with late_engine_with(database_url, embedder, late, LateOptions()) as engine:
         yield engine
 
 
@@ -99,16 +99,19 @@ async def test_token_vectors_are_made_after_the_write_from_an_items_own_words_an
     assert sorted(await token_rows(late_engine)) == sorted(r.id for r in receipts[1:])
 
 
-@pytest.mark.parametrize(("mode", "weight"), [("vector", 0.7), ("hybrid", 0.5)])
+@pytest.mark.parametrize("mode", ["vector", "hybrid"])
 async def test_pages_are_cut_from_one_order_rescored_by_maxsim(
-    pg_engine: PostgresEngine, late_engine: PostgresEngine, late: LateInteraction, mode: str, weight: float
+    pg_engine: PostgresEngine, late_engine: PostgresEngine, late: LateInteraction, mode: str
 ) -> None:
     await pg_engine.store_many([learning(text) for text in TEXTS])
     assert late_engine._tokens is not None
     await late_engine._tokens.catch_up()
     first = (await pg_engine.fetch(FetchRequest(query=QUESTION, mode=mode, limit=12))).hits
     whole = (await late_engine.fetch(FetchRequest(query=QUESTION, mode=mode, limit=12))).hits
-    depth = LateOptions().vector_depth if mode == "vector" else LateOptions().hybrid_depth
+    late_options = LateOptions()
+    depth, weight = (late_options.vector_depth, late_options.vector_weight)
+    if mode == "hybrid":
+        depth, weight = late_options.hybrid_depth, late_options.hybrid_weight
     assert [h.id for h in whole] == expected_order(first, late, weight, depth)
     assert [h.id for h in whole] != [h.id for h in first]  # re-scoring changed the order
     assert [h.score for h in whole] == [h.score for h in first]  # each place keeps its score
@@ -143,11 +146,11 @@ async def test_a_read_makes_what_its_first_hits_lack_so_every_page_keeps_one_ord
     assert await late_engine._tokens.catch_up() == 0  # nothing left for the walk
 
 
-async def test_vector_fetches_keep_the_cosine_order_unless_asked_to_be_rescored(
+async def test_vector_fetches_keep_the_cosine_order_when_told_to(
     pg_engine: PostgresEngine, database_url: str, embedder: Embedder, late: LateInteraction
 ) -> None:
     await pg_engine.store_many([learning(text) for text in TEXTS])
-    async with late_engine_with(database_url, embedder, late, LateOptions()) as engine:
+    async with late_engine_with(database_url, embedder, late, LateOptions(vector=False)) as engine:
         assert engine._tokens is not None
         await engine._tokens.catch_up()
         for mode in ("vector", "keyword"):
@@ -166,5 +169,5 @@ def test_it_is_on_with_the_default_encoder_and_off_with_the_others_unless_settin
     assert Settings(late_interaction="true").late_interaction_on is True  # as the environment spells it
     with pytest.raises(ValueError):
         Settings(late_interaction="sometimes")
-    assert Settings().engine_options.late.vector is False  # vector mode keeps the contract's cosine order
-    assert Settings(late_interaction_vector=True).engine_options.late.vector is True
+    assert Settings().engine_options.late.vector is True  # vector mode re-scored too: it finds more than keyword
+    assert Settings(late_interaction_vector=False).engine_options.late.vector is False
