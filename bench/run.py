@@ -190,6 +190,18 @@ async def late_encoder_texts(corpus: Sequence[CorpusItem], batches: int = 10) ->
     return {"texts": len(texts), "rate": round(len(texts) / (time.perf_counter() - began), 1)}
 
 
+def question_calls(
+    encoder: Embedder, late: LateInteraction, questions: Sequence[str]
+) -> list[Callable[[], Awaitable[None]]]:
+    """One call a question, encoded as a service with late interaction encodes a question it has not seen:
+    the dense vector and the token vectors at once (app/engine/postgres/engine.py ``_rank``)."""
+
+    async def both(question: str) -> None:
+        await asyncio.gather(encoder.embed_queries([question]), asyncio.to_thread(late.question, question))
+
+    return [lambda q=q: both(q) for q in questions]
+
+
 def as_the_service_embeds(corpus: Sequence[CorpusItem]) -> list[str]:
     """Each item's text as the service hands it to the encoder when the corpus is written in order:
     an item of a thread after the end of the items before it in the thread (app/engine/context.py),
@@ -736,6 +748,11 @@ async def measured_run(
                             # vector case, so this is what a query never asked before adds to a fetch.
                             embed_calls = [lambda q=q: encoder.embed_queries([q]) for q in queries.questions]
                             result["embed_query_ms"], _ = await measure(embed_calls)
+                            if late:
+                                late_encoder = await asyncio.to_thread(LateInteraction)
+                                result["embed_question_late_ms"], _ = await measure(
+                                    question_calls(encoder, late_encoder, queries.questions)
+                                )
                             say("quality: exact rankings for recall@10")
                             truth = await ExactNeighbours.load(exact_conn, embedder.name)
                             result["quality"], exact = await quality(truth, embedder, queries, answers)

@@ -147,6 +147,18 @@ def test_embedders_compared_keyword_unchanged_vector_within_the_query_encoding()
     assert comparison_lines([after]) == [] and comparison_lines([before]) == []
 
 
+def test_a_mode_re_scored_by_late_interaction_is_bound_by_both_encodings_of_its_question() -> None:
+    rates = {"engram": 1.0, "raw": 1.0, "langgraph": 1.0, "encoder": 1.0}
+    before = run_with("wordllama", 10_000, rates, 2.0, 0.05)
+    after = run_with("bge-small", 10_000, rates, 7.0, 4.0)
+    after["late_interaction"] = {"hybrid": True, "vector": False}
+    after["embed_question_late_ms"] = figures(6.0)
+    lines = comparison_lines([before, after])
+    assert "| vector, no filter | 2.00 | 7.00 | +5.00 | 6.00 | **missed** |" in lines  # its question: one encoding
+    assert "| hybrid, no filter | 2.00 | 7.00 | +5.00 | 8.00 | met |" in lines  # both, made at once
+    assert any("6.00 ms p50 for the two" in line for line in lines)
+
+
 def test_the_service_embeds_a_conversation_after_the_items_before_it_in_its_thread() -> None:
     corpus = build_corpus(3_000, 7)
     service = as_the_service_embeds(corpus)
