@@ -40,8 +40,9 @@ class LateModel:
     """Of ``model.onnx``: a changed upload under the same version is refused, not run."""
     dimension: int = 384
     question_tokens: int = 32
-    """A question is padded with [MASK] to this many positions, each kept (the model's query
-    augmentation: the masks take the question's meaning and match what it implies)."""
+    """A question's positions at most, its markers included. Not padded with [MASK] (ColBERT's query
+    augmentation): without the trained projection the masks' states found less, and cost a third of
+    the question's encoding (docs/tuning.md#question-positions)."""
     item_tokens: int = 300
 
 
@@ -54,12 +55,12 @@ COLBERT_SMALL = LateModel(
     sha256="4980983628c18e4f0a4c756114abd2d7c097c6ccad9cffc70e77302d21e05df0",
 )
 
-# Questions whose token vectors are kept: 32 x 384 float16 each, ~24 MB for 1,000.
+# Questions whose token vectors are kept: at most 32 x 384 float16 each, ~24 MB for 1,000.
 REMEMBERED_QUESTIONS = 1_000
 # The nice value of the lanes that encode stored texts (the highest: scheduled last).
 LOWEST_PRIORITY = 19
-# BERT's [CLS], [SEP] and [MASK]; [unused0] and [unused1] are the model's question and item markers.
-CLS, SEP, MASK, QUESTION, ITEM = 101, 102, 103, 1, 2
+# BERT's [CLS] and [SEP]; [unused0] and [unused1] are the model's question and item markers.
+CLS, SEP, QUESTION, ITEM = 101, 102, 1, 2
 
 
 class LateInteraction:
@@ -105,16 +106,14 @@ class LateInteraction:
         return list((self._waited_for if waited_for else self._lanes).map(self._item, texts))
 
     def question(self, text: str) -> np.ndarray:
-        """A question's ``question_tokens`` unit vectors (float32 of float16 precision, whether made now
-        or remembered: a question asked again, a page at a time, scores its hits alike), [MASK] padding
-        included."""
+        """A question's unit vectors, one per position, markers included, ``question_tokens`` at most
+        (float32 of float16 precision, whether made now or remembered: a question asked again, a page
+        at a time, scores its hits alike)."""
         with self._asked_lock:
             known = self._asked.get(text)
         if known is None:
-            limit = self._model.question_tokens
-            ids = [CLS, QUESTION, *self._pieces(text, limit), SEP]
-            attended = len(ids)
-            known = _unit(self._states([*ids, *[MASK] * (limit - attended)], attended)).astype(np.float16)
+            ids = [CLS, QUESTION, *self._pieces(text, self._model.question_tokens), SEP]
+            known = _unit(self._states(ids, len(ids))).astype(np.float16)
             with self._asked_lock:
                 self._asked.put(text, known)
         return known.astype(np.float32)

@@ -39,9 +39,10 @@ def test_an_items_vectors_are_the_same_alone_or_beside_others(late: LateInteract
         assert np.array_equal(alone, vectors)
 
 
-def test_a_question_is_padded_with_masks_to_its_fixed_length(late: LateInteraction) -> None:
+def test_a_question_has_a_vector_a_position_up_to_its_limit_and_no_padding(late: LateInteraction) -> None:
     short, long = late.question("Where does the user live?"), late.question("where " * 100)
-    assert short.shape == long.shape == (COLBERT_SMALL.question_tokens, COLBERT_SMALL.dimension)
+    assert short.shape == (2 + 6 + 1, COLBERT_SMALL.dimension)  # [CLS] [Q], six word pieces, [SEP]
+    assert long.shape == (COLBERT_SMALL.question_tokens, COLBERT_SMALL.dimension)
     assert short.dtype == np.float32
     assert np.allclose(np.linalg.norm(short, axis=1), 1.0, atol=2e-3)  # float16 precision
 
