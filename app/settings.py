@@ -91,7 +91,7 @@ class Settings(BaseSettings):
     # write, and hybrid's (and recall's) first 20 hits re-scored by them. `auto`: on with bge-small, the
     # encoder its weights were chosen with; off with the others (wordllama is chosen for speed).
     late_interaction: bool | Literal["auto"] = "auto"
-    # Vector fetches re-scored too (the index's first 50 by cosine): with late interaction on, vector mode
+    # Vector fetches re-scored too (the index's first 30 by cosine): with late interaction on, vector mode
     # finds more than keyword; false keeps the plain cosine order.
     late_interaction_vector: bool = True
 

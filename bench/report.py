@@ -711,7 +711,7 @@ def fetch_lines(run: dict[str, Any], runs: list[dict[str, Any]]) -> list[str]:
         ]
     if "vector" in late:
         lines[-1] += (
-            " Its vector fetches re-score the index's first 50 too (ENGRAM_LATE_INTERACTION_VECTOR): Engram's "
+            " Its vector fetches re-score the index's first hits too (ENGRAM_LATE_INTERACTION_VECTOR): Engram's "
             "vector recall@10 below is against the exact cosine top 10, which that order is not; the index's own "
             "recall is raw SQL's (the same statements), and no equal-recall breadth is searched."
         )

@@ -146,9 +146,9 @@ class LateOptions:
     vector: bool = True
     """Vector fetches re-scored too (ENGRAM_LATE_INTERACTION_VECTOR): the index's first hits by cosine,
     ordered by cosine and MaxSim together (docs/decisions/2026-12-06-vector-mode-re-scored.md)."""
-    vector_depth: int = 30  # docs/tuning.md#late-interaction
+    vector_depth: int = 30  # docs/tuning.md#vector-re-scoring
     """How many of the vector ranking's first hits are re-scored."""
-    vector_weight: float = 0.7  # docs/tuning.md#late-interaction
+    vector_weight: float = 0.7  # docs/tuning.md#vector-re-scoring
     """MaxSim's share of a re-scored vector hit's score; its cosine's is the rest."""
     hybrid_depth: int = 20  # docs/tuning.md#late-interaction
     hybrid_weight: float = 0.5  # docs/tuning.md#late-interaction
