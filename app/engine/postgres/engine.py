@@ -51,7 +51,7 @@ from app.contract.requests import (
 )
 from app.contract.transfer import ExportPage, ExportRequest, ExportRow, GivenVector, kept_vectors
 from app.embeddings.errors import embedder_errors
-from app.embeddings.late import LateInteraction, maxsim, packed, unpacked
+from app.embeddings.late import LateInteraction, packed, stored_maxsim
 from app.embeddings.protocol import Embedder
 from app.engine import answers, consistency
 from app.engine.context import BEFORE_ITEMS, ThreadKey, texts_to_embed, thread_of
@@ -619,7 +619,7 @@ class PostgresEngine:
 
     async def _first_hits(
         self, query: str, keywords: KeywordQuery, mode: str, request_filter: Filter, count: int, depth: int
-    ) -> tuple[list[Hit], dict[str, np.ndarray]]:
+    ) -> tuple[list[Hit], dict[str, bytes]]:
         """The ranking's first ``count`` hits, and the token vectors of its first ``depth``: read where
         stored, made here for the hits that lack them (as they will be stored: the order of every page
         is the same whether or not the writer has come to them) and handed to the writer to store."""
@@ -631,24 +631,24 @@ class PostgresEngine:
         else:
             hits = await self._hybrid(keywords, vector, request_filter, 0, count)
         head = [hit.id for hit in hits[:depth]]
-        tokens = read_rows(await self._read(plan_read(self._late.name, head)), self._late.dimension)
+        tokens = read_rows(await self._read(plan_read(self._late.name, head)))
         if missing := [hit for hit in hits[:depth] if hit.id not in tokens]:
             texts = [own_words(hit.text) for hit in missing]
             with embedder_errors():
                 made = await anyio.to_thread.run_sync(partial(self._late.items, texts, waited_for=True))
             blobs = {hit.id: packed(vectors) for hit, vectors in zip(missing, made, strict=True)}
-            tokens.update((item_id, unpacked(blob, self._late.dimension)) for item_id, blob in blobs.items())
+            tokens.update(blobs)
             self._tokens.made(blobs)
         return hits, tokens
 
-    @staticmethod
     def _rescored(
-        question: np.ndarray, hits: list[Hit], tokens: dict[str, np.ndarray], weight: float, depth: int
+        self, question: np.ndarray, hits: list[Hit], tokens: dict[str, bytes], weight: float, depth: int
     ) -> list[Hit]:
-        """``hits`` with the first ``depth`` re-scored by MaxSim over the token vectors ``tokens`` holds."""
+        """``hits`` with the first ``depth`` re-scored by MaxSim over the stored token vectors ``tokens`` holds."""
+        assert self._late is not None
         known = [hit.id for hit in hits[:depth] if hit.id in tokens]
-        scores = dict(zip(known, maxsim(question, [tokens[item_id] for item_id in known]).tolist(), strict=True))
-        return rescored(hits, scores, weight, depth)
+        judged = stored_maxsim(question, [tokens[item_id] for item_id in known], self._late.dimension)
+        return rescored(hits, dict(zip(known, judged.tolist(), strict=True)), weight, depth)
 
     async def run(self, statement: Statement) -> list[asyncpg.Record]:
         """One statement on a pooled connection (the generic-plan pool's when it says so), in one round

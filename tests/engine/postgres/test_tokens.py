@@ -78,7 +78,7 @@ def expected_order(hits: list[Hit], late: LateInteraction, weight: float, depth:
     question = late.question(QUESTION)
     texts = {text.split(": ", 1)[1]: text for text in TEXTS}
     words = [next(own for own, text in texts.items() if text == hit.text) for hit in hits[:depth]]
-    scores = maxsim(question, [unpacked(packed(item), late.dimension) for item in late.items(words)])
+    scores = maxsim(question, [unpacked(packed(item), late.dimension) for item in late.items(words)])  # by definition
     judged = dict(zip((hit.id for hit in hits[:depth]), scores.tolist(), strict=True))
     return [hit.id for hit in rescored(hits, judged, weight, depth)]
 

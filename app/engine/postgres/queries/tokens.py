@@ -6,9 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import asyncpg
-import numpy as np
 
-from app.embeddings.late import unpacked
 from app.engine.postgres.queries.statement import Statement
 
 # The items after ``seq`` $2 without token vectors of model $1, oldest first, $3 at most.
@@ -36,6 +34,7 @@ def plan_read(model: str, ids: Sequence[str]) -> Statement:
     return Statement(READ, (model, list(ids)))
 
 
-def read_rows(rows: Sequence[asyncpg.Record], dimension: int) -> dict[str, np.ndarray]:
-    """Each item's token vectors by id, as ``plan_read`` answered them."""
-    return {row["item_id"]: unpacked(row["vectors"], dimension) for row in rows}
+def read_rows(rows: Sequence[asyncpg.Record]) -> dict[str, bytes]:
+    """Each item's token vectors by id, as ``plan_read`` answered them: packed, as stored
+    (``late.stored_maxsim`` scores them so)."""
+    return {row["item_id"]: row["vectors"] for row in rows}
