@@ -109,14 +109,21 @@ class LateInteraction:
         """A question's unit vectors, one per position, markers included, ``question_tokens`` at most
         (float32 of float16 precision, whether made now or remembered: a question asked again, a page
         at a time, scores its hits alike)."""
-        with self._asked_lock:
-            known = self._asked.get(text)
+        known = self.remembered(text)
         if known is None:
             ids = [CLS, QUESTION, *self._pieces(text, self._model.question_tokens), SEP]
-            known = _unit(self._states(ids, len(ids))).astype(np.float16)
+            made = _unit(self._states(ids, len(ids))).astype(np.float16)
             with self._asked_lock:
-                self._asked.put(text, known)
-        return known.astype(np.float32)
+                self._asked.put(text, made)
+            known = made.astype(np.float32)
+        return known
+
+    def remembered(self, text: str) -> np.ndarray | None:
+        """``question``'s answer for a question asked lately, None for another: no model run, so a caller
+        on an event loop need not leave it for a thread."""
+        with self._asked_lock:
+            known = self._asked.get(text)
+        return None if known is None else known.astype(np.float32)
 
     def _item(self, text: str) -> np.ndarray:
         ids = [CLS, ITEM, *self._pieces(text, self._model.item_tokens), SEP]

@@ -8,7 +8,7 @@ async def test_a_question_is_encoded_as_a_late_interaction_service_encodes_it(em
     questions = ["where did Mirela move last spring?", "what does Tobiah cook on Sundays?"]
     calls = question_calls(embedder, late, questions)
     assert len(calls) == len(questions)
-    assert all(late._asked.get(q) is None for q in questions)
+    assert all(late.remembered(q) is None for q in questions)
     for call in calls:
         assert await call() is None
-    assert all(late._asked.get(q) is not None for q in questions)  # each call made its token vectors
+    assert all(late.remembered(q) is not None for q in questions)  # each call made its token vectors

@@ -57,9 +57,11 @@ def test_a_question_has_a_vector_a_position_up_to_its_limit_and_no_padding(late:
 
 def test_a_question_asked_again_is_remembered_and_scores_alike(late: LateInteraction) -> None:
     text = "Which city did the user move to?"
+    assert late.remembered(text) is None  # never asked: made by the model, not remembered
     first = late.question(text)
     assert np.array_equal(first, first.astype(np.float16).astype(np.float32))  # made now, as remembered
-    assert late._asked.get(text) is not None
+    remembered = late.remembered(text)
+    assert remembered is not None and np.array_equal(remembered, first)
     assert np.array_equal(late.question(text), first)
 
 

@@ -614,6 +614,8 @@ class PostgresEngine:
 
     async def _question(self, query: str) -> np.ndarray:
         assert self._late is not None
+        if (known := self._late.remembered(query)) is not None:
+            return known
         with embedder_errors():
             return await anyio.to_thread.run_sync(self._late.question, query)
 
