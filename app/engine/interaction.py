@@ -1,7 +1,7 @@
 """A ranking's first hits re-scored by late interaction (app/embeddings/late.py): each hit's place
 score and its MaxSim score, each scaled over the hits re-scored, combined by a weight.
 
-Scaled, because the two scores live on unrelated scales (a cosine or a fused score; a sum of 32
+Scaled, because the two scores live on unrelated scales (a cosine or a fused score; a sum of up to 32
 cosines); over the hits re-scored, because that is the set the combination orders. A hit given
 no MaxSim score counts its scaled place score for both: it keeps its standing among the others
 instead of falling to the end (the engine gives every re-scored hit one: a read makes the token
