@@ -60,10 +60,11 @@ from app.engine.postgres.options import PoolOptions
 from app.settings import Settings
 from bench import quiet_logging, runs
 from bench.corpus import CorpusItem, build_corpus, build_queries
+from bench.cpu import CpuClock, postmaster_pid
 from bench.engram_http import EngramHttp, http_session
 from bench.equal_recall import LADDER, QUICK_LADDER, breadth_for
 from bench.langgraph_store import LangGraphStore, open_store
-from bench.load import process_cpu_s, store_indexed
+from bench.load import store_indexed
 from bench.rawsql import wait_for_empty_backlog
 from bench.run import machine_facts, say, settle, utc_stamp
 from bench.server import Database, embedded_postgres, engram_migrate, engram_process
@@ -123,55 +124,6 @@ class Timed:
     seconds: float = 0.0
     failures: Counter[str] = field(default_factory=Counter)
     cpu_s: dict[str, float] = field(default_factory=dict)
-
-
-def _parent(pid: int) -> int | None:
-    """A process's parent, from /proc (its name, in parentheses, may hold spaces: the fields follow the last)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except (FileNotFoundError, ProcessLookupError):
-        return None
-    return int(stat.rsplit(")", 1)[1].split()[1])
-
-
-def _cpu_s(pid: int) -> float:
-    try:
-        return process_cpu_s(pid)
-    except (FileNotFoundError, ProcessLookupError):
-        return 0.0  # gone since it was listed
-
-
-class CpuClock:
-    """CPU seconds spent so far by the harness (this process: the clients, and LangGraph's store with its
-    encoder), the services (their processes) and PostgreSQL (its postmaster and every process it started):
-    where a turn's cores went. On 2 shared cores a request's latency says little of what it cost."""
-
-    def __init__(self, postmaster: int, services: Sequence[int] = ()) -> None:
-        self._postmaster = postmaster
-        self._services = list(services)
-
-    def postgres_s(self) -> float:
-        pids = [int(entry.name) for entry in Path("/proc").iterdir() if entry.name.isdigit()]
-        return sum(_cpu_s(pid) for pid in pids if pid == self._postmaster or _parent(pid) == self._postmaster)
-
-    def read(self) -> dict[str, float]:
-        return {
-            "harness": time.process_time(),
-            "service": sum(_cpu_s(pid) for pid in self._services),
-            "postgres": self.postgres_s(),
-        }
-
-    def since(self, before: dict[str, float]) -> dict[str, float]:
-        now = self.read()
-        return {side: now[side] - before[side] for side in now}
-
-
-async def postmaster_pid(connection: asyncpg.Connection) -> int:
-    """The PostgreSQL server's own process: the parent of ``connection``'s backend."""
-    parent = _parent(int(await connection.fetchval("SELECT pg_backend_pid()")))
-    if parent is None:
-        raise RuntimeError("the database's backend is not a process of this machine")
-    return parent
 
 
 def _failure(error: BaseException) -> str:

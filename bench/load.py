@@ -44,6 +44,7 @@ import asyncpg
 import orjson
 
 from bench.corpus import CorpusItem, Generator, build_corpus, build_queries
+from bench.cpu import process_cpu_s
 from bench.engram_http import JSON, EngramHttp, http_session
 from bench.rawsql import wait_for_empty_backlog
 from bench.run import machine_facts, say, settle, utc_stamp
@@ -167,17 +168,6 @@ async def load_case(
         "operations": operations,
         "failures": dict(tally.failures),
     }
-
-
-def process_cpu_s(pid: int) -> float:
-    """CPU seconds the process has run so far, every live thread's, from the scheduler's nanosecond counts."""
-    total_ns = 0
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        try:
-            total_ns += int((task / "schedstat").read_text().split()[0])
-        except (FileNotFoundError, ProcessLookupError):
-            continue  # a thread that ended between the listing and the read
-    return total_ns / 1e9
 
 
 async def _cost_block(

@@ -610,6 +610,48 @@ def load_lines_of(run: dict[str, Any]) -> list[str]:
     ]
 
 
+# The sides of a system's turns in the ingest, as the run's CPU clock names them (bench/cpu.py).
+CPU_SIDES = ("service", "postgres", "harness")
+
+
+def cpu_lines(run: dict[str, Any]) -> list[str]:
+    """Where each system's ingest spent its CPU, by side, an item; and the encoder's share of Engram's:
+    on cores kept busy a rate is what the cores give over what an item costs, so the encoder's share
+    of an item's CPU is the share of the encoder's own rate the write path can keep."""
+    if "cpu_ms" not in run["engram"]["ingest"]:
+        return []
+    labels = (("engram", "Engram"), ("raw", "raw SQL"), ("langgraph", "LangGraph"))
+    cells = [
+        f"{label} {_cpu(run[name]['ingest']['cpu_ms'])}"
+        for name, label in labels
+        if "cpu_ms" in run.get(name, {}).get("ingest", {})
+    ]
+    lines = [
+        "",
+        "CPU an item cost in each system's turns until its vector was in the index, in ms by side (the service "
+        "/ PostgreSQL / the harness: this process, which runs the clients, and the baselines with their encoder): "
+        + "; ".join(cells)
+        + ".",
+    ]
+    engram = run["engram"]["ingest"]
+    encoder = run.get("encoder", {}).get("ingest", {}).get("cpu_ms")
+    if encoder:
+        alone = sum(encoder.values())
+        spent = sum(engram["cpu_ms"].values())
+        lines[-1] += (
+            f" The encoder alone spent {alone:.2f} ms a text: {alone / spent:.2f} of Engram's {spent:.2f} ms an item "
+            f"(its ingest ran at {engram['rate'] / run['encoder']['ingest']['rate']:.2f}× the encoder's rate); "
+            "on two cores kept busy, the rest is what holds the share down."
+        )
+    if "settled_cpu_ms" in engram:
+        lines[-1] += f" Until its token vectors were made too: Engram {_cpu(engram['settled_cpu_ms'])}."
+    return lines
+
+
+def _cpu(spent: dict[str, float]) -> str:
+    return " / ".join(f"{spent.get(side, 0.0):.2f}" for side in CPU_SIDES) + f" (all {sum(spent.values()):.2f})"
+
+
 def ingest_lines(run: dict[str, Any]) -> list[str]:
     """Each system's ingest, batch by batch in turn (bench/run.py ``ingest``), and the import beside it."""
     engram, raw = run["engram"], run["raw"]
@@ -641,7 +683,7 @@ def ingest_lines(run: dict[str, Any]) -> list[str]:
             f"| Engram import (`engram import`, vectors reused) | {imported['rate']:.0f} | {imported['items']:,} | "
             f"{imported['seconds']:.1f} | {tail:.1f} | – | – |"
         )
-    lines += encoder_lines(run) + late_lines(run)
+    lines += encoder_lines(run) + late_lines(run) + cpu_lines(run)
     if imported:
         lines += [
             "",

@@ -10,7 +10,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections import Counter
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -31,6 +32,7 @@ from app.engine.postgres.tokens import own_words
 from app.settings import Settings
 from bench import rawsql
 from bench.corpus import CorpusItem, QuerySet, build_corpus, build_queries
+from bench.cpu import CpuClock, postmaster_pid
 from bench.engram_http import EngramHttp, http_session
 from bench.equal_recall import LADDER, QUICK_LADDER, equal_recall_case
 from bench.importing import import_case
@@ -109,12 +111,16 @@ class Ingesting:
 ROUNDS = 10
 
 
-async def ingest(systems: Sequence[Ingesting], corpus: list[CorpusItem], rounds: int = ROUNDS) -> dict[str, Any]:
+async def ingest(
+    systems: Sequence[Ingesting], corpus: list[CorpusItem], rounds: int = ROUNDS, clock: CpuClock | None = None
+) -> dict[str, Any]:
     """Batches of 100, one after another; items per second of wall time, embedding included.
 
     Each system's round ends when what it acknowledged is indexed (``until_indexed``): a system
     that indexes vectors after acknowledging them (Engram, and its raw baseline) is timed to the
     rate at which items become searchable through the index, and leaves no work to the next.
+    With a ``clock``, the CPU each side spent in a system's turns, per item (``cpu_ms``; and until
+    settled, ``settled_cpu_ms``): on saturated cores a rate is the sum of what its sides cost.
     """
     batches = [corpus[i : i + BATCH] for i in range(0, len(corpus), BATCH)]
     per_round = -(-len(batches) // max(1, min(rounds, len(batches))))
@@ -124,12 +130,15 @@ async def ingest(systems: Sequence[Ingesting], corpus: list[CorpusItem], rounds:
     seconds: dict[str, list[float]] = {s.name: [] for s in systems}
     settled: dict[str, list[float]] = {s.name: [] for s in systems if s.until_settled is not None}
     acknowledged: dict[str, float] = dict.fromkeys(samples, 0.0)
+    cpu: dict[str, Counter[str]] = {name: Counter() for name in samples}
+    settled_cpu: dict[str, Counter[str]] = {name: Counter() for name in settled}
     written: dict[str, int] = dict.fromkeys(samples, 0)
     expected = {name: sum(len(batches[j]) for j in taken) for name, taken in mine.items()}
     progress = bar(sum(expected.values()), f"ingest ({', '.join(samples)} in turn, {len(parts)} rounds)")
     for number, part in enumerate(parts):
         turn = number % len(systems)
         for system in [*systems[turn:], *systems[:turn]]:
+            before = clock.read() if clock else {}
             start = time.perf_counter()
             for batch in (batches[j] for j in part if j in mine[system.name]):
                 elapsed, count = await timed(lambda batch=batch, system=system: system.store.store_batch(batch))
@@ -140,9 +149,13 @@ async def ingest(systems: Sequence[Ingesting], corpus: list[CorpusItem], rounds:
             if system.until_indexed is not None:
                 await system.until_indexed()
             seconds[system.name].append(time.perf_counter() - start)
+            if clock:
+                cpu[system.name].update(clock.since(before))
             if system.until_settled is not None:
                 await system.until_settled()
                 settled[system.name].append(time.perf_counter() - start)
+                if clock:
+                    settled_cpu[system.name].update(clock.since(before))
     progress.close()
     results = {}
     for name in samples:
@@ -158,10 +171,19 @@ async def ingest(systems: Sequence[Ingesting], corpus: list[CorpusItem], rounds:
             "batch_ms": summary(samples[name]),
             "rounds_s": [round(x, 2) for x in seconds[name]],
         }
+        if clock:
+            results[name]["cpu_ms"] = per_item(cpu[name], written[name])
         if name in settled:
             results[name]["settled_s"] = round(sum(settled[name]), 3)
             results[name]["settled_rate"] = round(written[name] / sum(settled[name]), 1)
+            if clock:
+                results[name]["settled_cpu_ms"] = per_item(settled_cpu[name], written[name])
     return results
+
+
+def per_item(spent_s: Mapping[str, float], items: int) -> dict[str, float]:
+    """CPU seconds by side as milliseconds an item."""
+    return {side: round(seconds * 1000 / items, 3) for side, seconds in spent_s.items()}
 
 
 class EncoderAlone:
@@ -705,6 +727,7 @@ async def measured_run(
                                     Ingesting("encoder", EncoderAlone(encoder)),
                                 ],
                                 corpus,
+                                clock=CpuClock(await postmaster_pid(raw_conn), [served.process.pid]),
                             )
                             result["engram"], result["raw"], result["langgraph"] = (
                                 {"ingest": ingested[name]} for name in ("engram", "raw", "langgraph")

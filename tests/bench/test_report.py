@@ -17,6 +17,7 @@ from bench.report import (
     LEGACY_EMBEDDER,
     by_embedder,
     comparison_lines,
+    cpu_lines,
     default_embedder,
     embedder_of,
     equal_breadth_lines,
@@ -387,3 +388,18 @@ def test_a_mode_re_scored_by_late_interaction_is_not_judged_against_raw_sql_whic
     assert both["fetch vector/none p50 ≤ 1.5× (raw p50 + floor)"] is None
     assert both["HNSW recall@10 ≥ 0.95 (ef_search ?)"] is True  # the index's, through raw SQL
     assert judged({"hybrid": False, "vector": False})["fetch hybrid/none p50 ≤ 1.5× (raw p50 + floor)"] is False
+
+
+def test_the_ingest_says_where_an_items_cpu_went_and_the_encoders_share_of_it() -> None:
+    run = run_with("bge-small", 10_000, {"engram": 120.0, "raw": 125.0, "langgraph": 110.0, "encoder": 170.0}, 9, 7)
+    assert cpu_lines(run) == [], "a run from before the CPU clock"
+    run["engram"]["ingest"]["cpu_ms"] = {"harness": 0.5, "service": 12.0, "postgres": 2.5}
+    run["raw"]["ingest"]["cpu_ms"] = {"harness": 11.0, "service": 0.2, "postgres": 2.3}
+    run["langgraph"]["ingest"]["cpu_ms"] = {"harness": 11.5, "service": 0.1, "postgres": 3.0}
+    run["encoder"]["ingest"]["cpu_ms"] = {"harness": 10.5, "service": 0.0, "postgres": 0.0}
+    run["engram"]["ingest"]["settled_cpu_ms"] = {"harness": 0.5, "service": 26.0, "postgres": 3.0}
+    (line,) = cpu_lines(run)[1:]
+    assert "Engram 12.00 / 2.50 / 0.50 (all 15.00); raw SQL 0.20 / 2.30 / 11.00 (all 13.50); LangGraph 0.10 /" in line
+    assert "The encoder alone spent 10.50 ms a text: 0.70 of Engram's 15.00 ms an item" in line
+    assert "(its ingest ran at 0.71× the encoder's rate)" in line
+    assert line.endswith("Until its token vectors were made too: Engram 26.00 / 3.00 / 0.50 (all 29.50).")

@@ -1,6 +1,13 @@
+import time
+
+import asyncpg
+
 from app.embeddings.late import LateInteraction
 from app.embeddings.protocol import Embedder
-from bench.run import question_calls
+from app.engine.postgres.schema import driver_url
+from bench.corpus import CorpusItem, build_corpus
+from bench.cpu import CpuClock, postmaster_pid
+from bench.run import Ingesting, ingest, question_calls
 
 
 async def test_a_question_is_encoded_as_a_late_interaction_service_encodes_it(embedder: Embedder) -> None:
@@ -12,3 +19,40 @@ async def test_a_question_is_encoded_as_a_late_interaction_service_encodes_it(em
     for call in calls:
         assert await call() is None
     assert all(late.remembered(q) is not None for q in questions)  # each call made its token vectors
+
+
+class Busy:
+    """A system whose store spends ``ms`` of this process's CPU an item."""
+
+    def __init__(self, ms: float) -> None:
+        self._ms = ms
+
+    async def store_batch(self, batch: list[CorpusItem]) -> int:
+        end = time.process_time() + self._ms * len(batch) / 1000
+        while time.process_time() < end:
+            pass
+        return len(batch)
+
+
+async def test_each_systems_turns_are_charged_the_cpu_spent_in_them_per_item(database_url: str) -> None:
+    connection = await asyncpg.connect(driver_url(database_url))
+    try:
+        clock = CpuClock(await postmaster_pid(connection), [])
+        settling = Busy(1.0)
+
+        async def settled() -> None:  # work after the index: half as much again, charged to the settled figures
+            await settling.store_batch(build_corpus(50))
+
+        ingested = await ingest(
+            [Ingesting("busy", Busy(3.0), until_settled=settled), Ingesting("idle", Busy(0.0))],
+            build_corpus(400),
+            rounds=2,
+            clock=clock,
+        )
+    finally:
+        await connection.close()
+    busy, idle = ingested["busy"], ingested["idle"]
+    assert sorted(busy["cpu_ms"]) == sorted(idle["cpu_ms"]) == ["harness", "postgres", "service"]
+    assert busy["cpu_ms"]["harness"] >= 3.0 > idle["cpu_ms"]["harness"]
+    assert busy["settled_cpu_ms"]["harness"] >= busy["cpu_ms"]["harness"] + 0.2  # 2 x 50 ms over 400 items
+    assert "settled_cpu_ms" not in idle
