@@ -11,6 +11,7 @@ from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
+from app.embeddings.blas import one_blas_thread
 from bench import quiet_logging, runs
 from bench.loads import IMPORT_FROM, LOADS
 from bench.report import default_embedder
@@ -71,6 +72,9 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"--service-env takes ENGRAM_NAME=VALUE, not one of {', '.join(OWN_SETTINGS)}: {given!r}")
         SERVICE_SETTINGS[name] = value
     quiet_logging()
+    # The harness's BLAS on one thread, as the service's: threads spinning after a product here would hold
+    # the cores the systems it measures need (docs/tuning.md#one-blas-thread).
+    one_blas_thread()
     # Imported after logging is set up: some of their imports log at INFO.
     from bench.report import write_report
     from bench.run import say

@@ -54,6 +54,7 @@ from typing import Any
 import asyncpg
 
 from app.contract.meta import Filter
+from app.embeddings.blas import one_blas_thread
 from app.embeddings.protocol import Embedder
 from app.embeddings.registry import build_embedder
 from app.engine.postgres.options import PoolOptions
@@ -535,6 +536,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sweep-rounds", type=int, help="turns per sweep configuration, rotating (default 3)")
     args = parser.parse_args(argv)
     quiet_logging()
+    # The harness's BLAS on one thread, as the service's: threads spinning after a product here would hold
+    # the cores the systems it measures need (docs/tuning.md#one-blas-thread).
+    one_blas_thread()
     args.n = args.n or (QUICK_N if args.quick else 10_000)
     args.requests = args.requests or (QUICK_REQUESTS if args.quick else 2_000)
     args.sweep_requests = args.sweep_requests or (args.requests if args.quick else 3_000)

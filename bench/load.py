@@ -43,6 +43,7 @@ import aiohttp
 import asyncpg
 import orjson
 
+from app.embeddings.blas import one_blas_thread
 from bench.corpus import CorpusItem, Generator, build_corpus, build_queries
 from bench.cpu import process_cpu_s
 from bench.engram_http import JSON, EngramHttp, http_session
@@ -439,6 +440,8 @@ def main(argv: list[str] | None = None) -> int:
     args.replicas = args.replicas or [1, 2]
     if min(args.clients) < 1 or min(args.replicas) < 1 or args.n < 10 or args.duration <= 0:
         parser.error("--clients and --replicas must be at least 1, --n at least 10, --duration above 0")
+    # The harness's BLAS on one thread, as the service's (docs/tuning.md#one-blas-thread).
+    one_blas_thread()
     command = "python -m bench.load " + shlex.join(sys.argv[1:] if argv is None else argv)
     results_dir = args.out / "results"
     results_dir.mkdir(parents=True, exist_ok=True)

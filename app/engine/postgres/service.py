@@ -7,6 +7,7 @@ from typing import Any
 
 import anyio.to_thread
 
+from app.embeddings.blas import one_blas_thread
 from app.embeddings.late import LateInteraction
 from app.embeddings.protocol import Embedder
 from app.embeddings.registry import build_embedder
@@ -49,6 +50,7 @@ async def open_postgres_engine(
 ) -> PostgresEngine:
     """The engine with the configured embedder (or ``embedder``, already loaded), tuned by the
     settings (or by ``options``: a command's own)."""
+    one_blas_thread()
     # Loaded first: a model that will not load ends the start before a database is made for it.
     embedder = embedder or await anyio.to_thread.run_sync(build_embedder, settings)
     answerer = GroundedAnswerer.from_settings(settings)
