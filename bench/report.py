@@ -635,7 +635,7 @@ def cpu_lines(run: dict[str, Any]) -> list[str]:
     ]
     engram = run["engram"]["ingest"]
     encoder = run.get("encoder", {}).get("ingest", {}).get("cpu_ms")
-    if encoder:
+    if encoder and embedder_of(run)["setting"] not in STATIC_EMBEDDERS:
         alone = sum(encoder.values())
         spent = sum(engram["cpu_ms"].values())
         lines[-1] += (

@@ -403,3 +403,8 @@ def test_the_ingest_says_where_an_items_cpu_went_and_the_encoders_share_of_it() 
     assert "The encoder alone spent 10.50 ms a text: 0.70 of Engram's 15.00 ms an item" in line
     assert "(its ingest ran at 0.71× the encoder's rate)" in line
     assert line.endswith("Until its token vectors were made too: Engram 26.00 / 3.00 / 0.50 (all 29.50).")
+    static = run_with("wordllama", 10_000, {"engram": 700.0, "raw": 750.0, "langgraph": 400.0, "encoder": 9e3}, 5, 0)
+    static["engram"]["ingest"]["cpu_ms"] = {"harness": 0.1, "service": 0.3, "postgres": 1.9}
+    static["encoder"]["ingest"]["cpu_ms"] = {"harness": 0.1, "service": 0.0, "postgres": 0.0}
+    (line,) = cpu_lines(static)[1:]
+    assert line.endswith("Engram 0.30 / 1.90 / 0.10 (all 2.30).")  # a static embedder's share is not told
