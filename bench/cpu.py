@@ -43,7 +43,7 @@ def _cpu_s(pid: int) -> float:
 class CpuClock:
     """CPU seconds spent so far by the harness (this process: the clients, and LangGraph's store with its
     encoder), the services (their processes) and PostgreSQL (its postmaster and every process it started):
-    where a turn's cores went. On 2 shared cores a request's latency says little of what it cost."""
+    where a turn's cores went."""
 
     def __init__(self, postmaster: int, services: Sequence[int] = ()) -> None:
         self._postmaster = postmaster
