@@ -641,7 +641,7 @@ def cpu_lines(run: dict[str, Any]) -> list[str]:
         lines[-1] += (
             f" The encoder alone spent {alone:.2f} ms a text: {alone / spent:.2f} of Engram's {spent:.2f} ms an item "
             f"(its ingest ran at {engram['rate'] / run['encoder']['ingest']['rate']:.2f}× the encoder's rate); "
-            "on two cores kept busy, the rest is what holds the share down."
+            "on cores kept busy, the rest is what holds the share down."
         )
     if "settled_cpu_ms" in engram:
         lines[-1] += f" Until its token vectors were made too: Engram {_cpu(engram['settled_cpu_ms'])}."

@@ -3,7 +3,7 @@
 The service's matrix products are small (a MaxSim over a page's token vectors: ~12 x 384 by
 384 x 1,200), and OpenBLAS, given every core, splits them over threads that keep spinning after
 each one, holding the cores the encoders and PostgreSQL need next: a question never asked before
-took ~1.6x as long with them (docs/tuning.md#one-blas-thread).
+took ~1.4x as long with them (docs/tuning.md#one-blas-thread).
 """
 
 from __future__ import annotations

@@ -5,24 +5,18 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
-import time
 
 import asyncpg
 
 from app.engine.postgres.schema import driver_url
 from bench.cpu import CpuClock, postmaster_pid, process_cpu_s
+from tests.support.cpu import spend_cpu
 
 # A stand-in service: a third of a second of CPU, a line to say so, then idle until stopped.
 BUSY_SERVICE = (
     "import time\nend = time.process_time() + 0.3\nwhile time.process_time() < end: pass\n"
     "print('spun', flush=True)\ntime.sleep(60)\n"
 )
-
-
-def _spin(seconds: float) -> None:
-    end = time.process_time() + seconds
-    while time.process_time() < end:
-        pass
 
 
 async def test_a_query_is_postgres_time_a_busy_service_the_services_and_this_process_the_harness(
@@ -34,7 +28,7 @@ async def test_a_query_is_postgres_time_a_busy_service_the_services_and_this_pro
         clock = CpuClock(await postmaster_pid(connection), [service.pid])
         before = clock.read()
         await connection.fetchval("SELECT count(*) FROM generate_series(1, 3000000)")
-        _spin(0.1)
+        spend_cpu(0.1)
         assert service.stdout is not None
         assert await asyncio.wait_for(service.stdout.readline(), timeout=30) == b"spun\n"
         spent = clock.since(before)
@@ -50,5 +44,5 @@ async def test_a_query_is_postgres_time_a_busy_service_the_services_and_this_pro
 
 def test_a_processs_cpu_counts_its_threads() -> None:
     before = process_cpu_s(os.getpid())
-    _spin(0.05)
+    spend_cpu(0.05)
     assert process_cpu_s(os.getpid()) - before >= 0.04

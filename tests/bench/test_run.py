@@ -1,5 +1,3 @@
-import time
-
 import asyncpg
 
 from app.embeddings.late import LateInteraction
@@ -8,6 +6,7 @@ from app.engine.postgres.schema import driver_url
 from bench.corpus import CorpusItem, build_corpus
 from bench.cpu import CpuClock, postmaster_pid
 from bench.run import Ingesting, ingest, question_calls
+from tests.support.cpu import spend_cpu
 
 
 async def test_a_question_is_encoded_as_a_late_interaction_service_encodes_it(embedder: Embedder) -> None:
@@ -28,9 +27,7 @@ class Busy:
         self._ms = ms
 
     async def store_batch(self, batch: list[CorpusItem]) -> int:
-        end = time.process_time() + self._ms * len(batch) / 1000
-        while time.process_time() < end:
-            pass
+        spend_cpu(self._ms * len(batch) / 1000)
         return len(batch)
 
 
