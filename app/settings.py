@@ -20,6 +20,7 @@ from app.engine.postgres.options import (
     HNSWOptions,
     IndexerOptions,
     LateOptions,
+    MirrorOptions,
     PoolOptions,
     ReplicaOptions,
     UndoOptions,
@@ -124,6 +125,9 @@ class Settings(BaseSettings):
     # Memory (maintenance_work_mem) of the HNSW build a large `engram import` ends with; a graph that
     # outgrows it is built on disk, slower: docs/tuning.md#bulk-index-build.
     index_build_memory_mb: int = Field(default=IndexerOptions.build_memory_mb, ge=64)
+    # Memory each service process may give to filter keys' sketches, scanned there instead of in
+    # PostgreSQL (app/engine/postgres/mirror.py); 0: none. docs/tuning.md#sketch-mirror.
+    sketch_mirror_mb: int = Field(default=MirrorOptions.budget_mb, ge=0)
     # Seconds a forget can be undone (POST /v1/restore with its receipt); 0: a forget is final.
     forget_undo_window_s: float = Field(default=UndoOptions.window_s, ge=0)
 
@@ -303,6 +307,7 @@ class Settings(BaseSettings):
             undo=UndoOptions(window_s=self.forget_undo_window_s),
             replica=ReplicaOptions(wait_ms=self.read_replica_wait_ms),
             late=LateOptions(vector=self.late_interaction_vector),
+            mirror=MirrorOptions(budget_mb=self.sketch_mirror_mb),
         )
 
     def api_key_list(self) -> list[str]:

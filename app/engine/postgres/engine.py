@@ -293,6 +293,7 @@ class PostgresEngine:
         await self._facets.stop()
         await self._undo.stop()
         await self._expired.stop()
+        await self._rankings.close()
         await self._pools.close()
         await self._reads.close()
         if self._owns_embedder:

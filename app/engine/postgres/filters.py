@@ -136,12 +136,16 @@ class SketchKeys:
     lineage key beside tags is tested against its own postings): the clauses the statistics
     bound (app/engine/postgres/selectivity.py), so a filter ranked by sketches always has some.
     ``complete``: they are the whole filter, and no item need be read to apply it. ``several``:
-    the filter names several tags, and an item may be filed under more than one of them.
+    the filter names several tags, and an item may be filed under more than one of them. ``keys``:
+    the keys themselves; ``narrowed``: beside tags, a lineage key narrows them (the predicate's
+    second clause), so not every posting of the keys is admitted.
     """
 
     predicate: Predicate
     complete: bool
     several: bool
+    keys: tuple[str, ...] = ()
+    narrowed: bool = False
 
 
 def tag_posting_key(tag: str) -> str:
@@ -182,4 +186,10 @@ def sketch_keys(request_filter: Filter) -> SketchKeys:
         )
     rest = request_filter.model_dump(exclude_none=True, exclude_defaults=True).keys() - {"tags_any", "reach"}
     whole_reach = reach is None or (lineage is not None and reach.descendants)
-    return SketchKeys(predicate=pred, complete=not rest and whole_reach, several=len(keys) > 1)
+    return SketchKeys(
+        predicate=pred,
+        complete=not rest and whole_reach,
+        several=len(keys) > 1,
+        keys=tuple(keys),
+        narrowed=bool(tags) and lineage is not None,
+    )

@@ -89,6 +89,18 @@ class SketchOptions:
 
 
 @dataclass(frozen=True)
+class MirrorOptions:
+    """Filter keys' sketch postings copied into the service's memory and scanned there (mirror.py)."""
+
+    budget_mb: int = 256  # docs/tuning.md#sketch-mirror
+    """Memory the copies may hold, the least lately asked dropped first; 0: none, the statement scans."""
+    fold_s: float = 5.0
+    """How often a copy takes in the postings filed since it was read (each ranking reads those anyway)."""
+    reread_s: float = 300.0
+    """How often a copy is read again, which drops the forgotten items it still holds."""
+
+
+@dataclass(frozen=True)
 class IndexerOptions:
     """The background vector indexer (indexer.py) and the writes that wait for it."""
 
@@ -166,6 +178,8 @@ class EngineOptions:
     """Keyword ranking's budgets."""
     sketch: SketchOptions = field(default_factory=SketchOptions)
     """Sketch ranking of selective filters."""
+    mirror: MirrorOptions = field(default_factory=MirrorOptions)
+    """Sketches scanned in the service's memory."""
     indexer: IndexerOptions = field(default_factory=IndexerOptions)
     """The vector indexer."""
     undo: UndoOptions = field(default_factory=UndoOptions)

@@ -16,12 +16,14 @@ from app.contract.meta import Filter
 from app.engine.fusion import fuse, fusion_depth
 from app.engine.keywords import KeywordQuery
 from app.engine.postgres.filters import Predicate, sketch_keys
+from app.engine.postgres.mirror import SketchMirror
 from app.engine.postgres.options import EngineOptions
 from app.engine.postgres.pool import Row
 from app.engine.postgres.queries.keyword import plan_keyword
+from app.engine.postgres.queries.mirror import plan_mirrored
 from app.engine.postgres.queries.statement import Statement
 from app.engine.postgres.queries.statistics import TERM_STATISTICS, StatisticsCache, TermStatistics
-from app.engine.postgres.queries.vector import index_was_enough, plan_sketch, plan_vector
+from app.engine.postgres.queries.vector import index_was_enough, plan_sketch, plan_vector, sketch_candidates
 from app.engine.postgres.selectivity import admits_many, least_candidates, sampled_bound
 
 # Runs one statement and returns its rows.
@@ -50,10 +52,22 @@ class Rankings:
         self._ts_config = ts_config
         self._options = options
         self._statistics = StatisticsCache()
+        # Filter keys' sketches scanned in memory (mirror.py); None: the statement scans them.
+        self._mirror = SketchMirror(options.mirror) if options.mirror.budget_mb > 0 else None
 
     async def statistics(self, run: Run) -> TermStatistics:
         """The statistics, read by ``run`` when the cached ones are too old."""
         return await self._statistics.current(lambda: run(TERM_STATISTICS))
+
+    async def copies_read(self) -> None:
+        """Until the sketch copies being read in the background are there (mirror.py); at once without them."""
+        if self._mirror is not None:
+            await self._mirror.read()
+
+    async def close(self) -> None:
+        """Stop what runs in the background (the sketch copies' reads)."""
+        if self._mirror is not None:
+            await self._mirror.close()
 
     def forget_statistics(self) -> None:
         """Read the statistics again at the next ranking (after an ANALYZE, say)."""
@@ -111,6 +125,9 @@ class Rankings:
         short, the exact scan follows). Without ``sketches`` a filter walks the index whatever it
         admits (what the engine did before migration 0008, bench/proposals.py)."""
         least = await self.sketch_candidates(run, request_filter, pred) if sketches else None
+        mirrored = await self._mirrored(run, vector, request_filter, pred, offset, count, least)
+        if mirrored is not None:
+            return mirrored[0], True
         if least is not None:
             options = self._options.sketch
             statement = plan_sketch(
@@ -151,6 +168,17 @@ class Rankings:
     ) -> list[Row]:
         """``count`` rows of the vector ranking from ``offset``: by sketches when the filter admits few
         items, else through the index, then exactly should the index give up on a selective filter."""
+        least = await self.sketch_candidates(run, request_filter, pred) if sketches else None
+        mirrored = await self._mirrored(run, vector, request_filter, pred, offset, count, least)
+        if mirrored is not None:
+            statement, scanned = mirrored
+            rows = list(await run(statement))
+            # Short although the copies held enough: candidates forgotten since they were read. The
+            # statement's scan says what is there now; the copies are read again when next asked.
+            if len(rows) >= count or scanned < offset + count:
+                return rows
+            assert self._mirror is not None
+            self._mirror.forget(sketch_keys(request_filter).keys)
         for exact in (False, True):
             statement, settled = await self.vector_statement(
                 run, vector, request_filter, pred, offset, count, exact=exact, sketches=sketches
@@ -159,6 +187,43 @@ class Rankings:
             if settled or index_was_enough(rows, offset + count):
                 return rows
         raise AssertionError("unreachable")
+
+    async def _mirrored(
+        self,
+        run: Run,
+        vector: np.ndarray,
+        request_filter: Filter,
+        pred: Predicate,
+        offset: int,
+        count: int,
+        least: int | None,
+    ) -> tuple[Statement, int] | None:
+        """The statement that ranks the candidates a scan of the filter's keys in memory chose, and how
+        many distinct postings the copies held; None when no copy serves the filter (no mirror, a
+        filter not ranked by sketches (``least`` None), keys that are not the whole filter, copies
+        over the memory budget)."""
+        if self._mirror is None or least is None:
+            return None
+        keys = sketch_keys(request_filter)
+        if not keys.complete or keys.narrowed:
+            return None
+        chosen = await self._mirror.choose(run, keys.keys, vector, sketch_candidates(offset + count, least))
+        if chosen is None:
+            return None
+        statement = plan_mirrored(
+            vector,
+            pred.sql(),
+            pred.params,
+            live=pred.live,
+            model=self._model,
+            ids=chosen.ids,
+            seqs=chosen.seqs,
+            keys=chosen.keys,
+            snapshots=chosen.snapshots,
+            offset=offset,
+            count=count,
+        )
+        return statement, chosen.scanned
 
     async def hybrid(
         self,

@@ -135,12 +135,20 @@ def sketch_sql(where: str, keys: SketchKeys, *, live: bool = False, pruned: bool
     if pruned and keys.complete:
         pruned_ctes = _pruned_candidates(keys, rest, admitted)
         nearest_sketches = "SELECT id, seq FROM pruned"
+    return candidates_ranked_sql(nearest_sketches, where, ctes=pruned_ctes)
+
+
+def candidates_ranked_sql(candidates: str, where: str, *, ctes: str = "", alive: str = "") -> str:
+    """The ranking of ``candidates`` (a query of admitted items' id and seq) by their full-precision
+    vectors, beside the admitted vectors still queued for the index (``where``; a queued vector has
+    no sketch yet); the first :depth by distance, ties by seq, from :offset. ``ctes`` come before
+    (ending in a comma); ``alive`` tests each candidate ``c`` further."""
     return f"""
-        WITH {pruned_ctes}nearest AS MATERIALIZED (
+        WITH {ctes}nearest AS MATERIALIZED (
             (SELECT c.id, c.seq, e.embedding <=> CAST(:vec AS vector) AS distance
-             FROM ({nearest_sketches}
+             FROM ({candidates}
              ) AS c
-             JOIN engram_embeddings e ON e.item_id = c.id AND e.model = :model)
+             JOIN engram_embeddings e ON e.item_id = c.id AND e.model = :model{alive})
             UNION ALL
             (SELECT b.item_id, i.seq, b.embedding <=> CAST(:vec AS vector)
              FROM engram_vector_backlog b JOIN engram_items i ON i.id = b.item_id

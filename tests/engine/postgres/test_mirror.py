@@ -1,0 +1,153 @@
+"""Filter keys' sketches scanned in the service's memory (mirror.py, migration 0021).
+
+The copies pick the candidates the sketch statement would, so the pages are the statement's; every
+ranking also ranks the postings filed since a copy was read, by this engine or another, so nothing
+stored is missed; a forgotten item leaves the pages at once, and they stay full.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import numpy as np
+import pytest
+
+from app.contract.meta import Filter
+from app.contract.namespaces import Reach
+from app.contract.requests import ForgetByIds
+from app.engine.postgres.engine import PostgresEngine
+from app.engine.postgres.filters import filter_predicate
+from app.engine.postgres.mirror import SketchMirror, nearest, query_sketch, sketch_rows
+from app.engine.postgres.options import EngineOptions, MirrorOptions
+from app.engine.postgres.queries.statement import Statement
+from app.engine.postgres.ranking import Rankings
+from app.engine.postgres.vectors import query_vector
+from tests.engine.postgres.support import learning
+from tests.engine.postgres.test_indexer import quiet_engine
+from tests.engine.postgres.test_sketches import QUERY, few_among_many
+
+IN_MEMORY = EngineOptions(mirror=MirrorOptions(budget_mb=64, fold_s=0.0))
+
+
+@pytest.fixture
+async def unindexed(database_url: str, embedder: Any) -> AsyncIterator[PostgresEngine]:
+    async for engine in quiet_engine(database_url, embedder, 10_000):
+        yield engine
+
+
+def rankings(embedder: Any, options: EngineOptions) -> Rankings:
+    return Rankings(model=embedder.name, dimension=embedder.dimension, ts_config="english", options=options)
+
+
+async def pages(
+    engine: PostgresEngine, ranked: Rankings, vector: np.ndarray, request_filter: Filter, count: int = 3
+) -> list[list[tuple[str, float]]]:
+    pred = filter_predicate(request_filter)
+    await ranked.vector(engine.run, vector, request_filter, pred, 0, 10)  # the statement's, as a copy is read
+    await ranked.copies_read()
+    found = []
+    for offset in range(0, 10 * count, 10):
+        rows = await ranked.vector(engine.run, vector, request_filter, pred, offset, 10)
+        found.append([(row["id"], round(float(row["score"]), 9)) for row in rows])
+    return found
+
+
+def test_the_nearest_sketches_are_taken_by_distance_then_seq_each_item_once() -> None:
+    sketches = np.array([[0b1111], [0b0000], [0b0001], [0b0011], [0b0001]], dtype=np.uint8)
+    sketches = np.pad(sketches, ((0, 0), (0, 7)))
+    seqs = np.array([5, 9, 7, 3, 2])
+    query = np.zeros(8, dtype=np.uint8)
+    # distances 4, 0, 1, 2, 1: seq 9 first, then 2 and 7 (ties by seq), then 3
+    assert seqs[nearest(sketches, seqs, query, 4)].tolist() == [9, 2, 7, 3]
+    twice = np.array([9, 9, 7, 3, 2])  # an item filed under two keys is one candidate
+    assert twice[nearest(sketches, twice, query, 3)].tolist() == [9, 2, 7]
+    # Seen twice among the nearest, an item leaves its place to the next: three distinct still.
+    doubled = np.pad(np.array([[0], [0], [1], [3], [3]], dtype=np.uint8), ((0, 0), (0, 7)))
+    seqs = np.array([4, 4, 6, 8, 5])
+    assert seqs[nearest(doubled, seqs, query, 3)].tolist() == [4, 6, 5]
+
+
+async def test_a_sketch_read_from_postgresql_is_the_one_made_in_memory(unindexed: PostgresEngine) -> None:
+    vector = np.random.default_rng(3).standard_normal(200).astype(np.float32)
+    statement = Statement("SELECT varbit_send(binary_quantize(CAST($1 AS vector))) AS sketch", (query_vector(vector),))
+    (row,) = await unindexed.run(statement)
+    assert sketch_rows(row["sketch"], 1)[0].tolist() == query_sketch(vector, 32).tolist()
+
+
+@pytest.mark.parametrize(
+    "request_filter",
+    [
+        Filter(tags_any=["few"]),
+        Filter(tags_any=["few", "pair"]),
+        Filter(reach=Reach(at="team:a", inherit=False, descendants=True)),
+        # Not held wholly by the keys: the statement ranks these, as without copies.
+        Filter(tags_any=["few"], kinds=["learning"]),
+        Filter(tags_any=["pair"], reach=Reach(at="team:a", inherit=False, descendants=True)),
+    ],
+)
+async def test_the_copies_give_the_pages_the_statement_gives(
+    unindexed: PostgresEngine, embedder: Any, request_filter: Filter
+) -> None:
+    await few_among_many(unindexed)
+    (vector,) = await embedder.embed([QUERY])
+    scanned = await pages(unindexed, rankings(embedder, EngineOptions()), vector, request_filter, 5)
+    assert await pages(unindexed, rankings(embedder, IN_MEMORY), vector, request_filter, 5) == scanned
+
+
+@pytest.mark.parametrize("fold_s", [0.0, 3600.0])  # folded into the copy, or ranked beside it
+async def test_what_is_stored_after_the_copy_is_found_and_what_is_forgotten_is_not(
+    unindexed: PostgresEngine, database_url: str, embedder: Any, fold_s: float
+) -> None:
+    await few_among_many(unindexed)
+    (vector,) = await embedder.embed([QUERY])
+    tagged = Filter(tags_any=["few"])
+    in_memory = rankings(embedder, EngineOptions(mirror=MirrorOptions(budget_mb=64, fold_s=fold_s)))
+    statement = rankings(embedder, EngineOptions())
+    await pages(unindexed, in_memory, vector, tagged)  # the copy is read
+
+    # Stored by another engine (another process) and moved into the index: the copy has none of them.
+    other = await PostgresEngine.connect(database_url, embedder, options=EngineOptions())
+    try:
+        near = [learning(f"tides of the harbour, {n}", tags=["few"]) for n in range(12)]
+        await other.store_many(near)
+        await other.finish_indexing()
+    finally:
+        await other.close()
+    first = await pages(unindexed, in_memory, vector, tagged)
+    assert first == await pages(unindexed, statement, vector, tagged)
+    assert {item.checked().fingerprint() for item in near} <= {item_id for item_id, _ in first[0] + first[1]}
+
+    doomed = [item_id for item_id, _ in first[0][:5]]
+    assert (await unindexed.forget(ForgetByIds(ids=doomed))).forgotten == 5
+    after = await pages(unindexed, in_memory, vector, tagged)
+    assert after == await pages(unindexed, statement, vector, tagged)
+    assert not set(doomed) & {item_id for page in after for item_id, _ in page}
+    assert [len(page) for page in after] == [10, 10, 10]
+
+
+async def test_copies_over_the_budget_are_left_to_the_statement(unindexed: PostgresEngine, embedder: Any) -> None:
+    await few_among_many(unindexed)
+    (vector,) = await embedder.embed([QUERY])
+    tiny = rankings(embedder, EngineOptions(mirror=MirrorOptions(budget_mb=0.001)))  # type: ignore[arg-type]
+    tagged = Filter(tags_any=["common"])
+    assert await pages(unindexed, tiny, vector, tagged) == await pages(
+        unindexed, rankings(embedder, EngineOptions()), vector, tagged
+    )
+
+
+async def test_copies_of_another_width_are_dropped_not_scanned(unindexed: PostgresEngine, embedder: Any) -> None:
+    """Sketches of another model's dimension (before ``engram reembed`` re-filed them) are not compared
+    with a question's: the statement ranks, and the copy is read again when next asked."""
+    await few_among_many(unindexed)
+    mirror = SketchMirror(MirrorOptions(budget_mb=64))
+    (vector,) = await embedder.embed([QUERY])
+    assert await mirror.choose(unindexed.run, ["t:few"], vector, 40) is None  # read in the background
+    await mirror.read()
+    chosen = await mirror.choose(unindexed.run, ["t:few"], vector, 40)
+    assert chosen is not None and len(chosen.ids) == chosen.scanned == 20  # the indexed half; the rest wait
+    assert mirror.held_bytes > 0
+    wider = np.concatenate([vector, vector])
+    assert await mirror.choose(unindexed.run, ["t:few"], wider, 40) is None
+    assert mirror.held_bytes == 0
+    await mirror.close()
