@@ -1,6 +1,6 @@
 """What ``GET /metrics`` answers: the counters and histograms, and gauges read as the scrape asks.
 
-The pools are read from memory; the vector backlog is one ``count(*)`` on the database, bounded
+The pools and the sketch copies are read from memory; the vector backlog is one ``count(*)`` on the database, bounded
 by READ_TIMEOUT_S so that a scrape of a service whose database is gone answers at once, with
 ``engram_database_up 0`` and no backlog gauge, rather than hanging or failing.
 
@@ -34,6 +34,8 @@ class Gauged(Protocol):
 
     def pool_usage(self) -> Sequence[Any]: ...
 
+    def sketch_copies(self) -> tuple[int, int]: ...
+
     async def vector_backlog(self) -> int: ...
 
 
@@ -65,7 +67,14 @@ async def live_families(engine: object) -> list[Metric]:
         connections.add_metric([usage.pool, "idle"], usage.idle)
         waiting.add_metric([usage.pool], usage.waiting)
         largest.add_metric([usage.pool], usage.max_size)
-    families: list[Metric] = [connections, waiting, largest]
+    keys, held = engine.sketch_copies()
+    copies = GaugeMetricFamily(
+        "engram_sketch_copies", "Filter keys whose sketches this process holds in memory (ENGRAM_SKETCH_MIRROR_MB)."
+    )
+    copies.add_metric([], keys)
+    copied = GaugeMetricFamily("engram_sketch_copies_bytes", "Memory those copies hold.")
+    copied.add_metric([], held)
+    families: list[Metric] = [connections, waiting, largest, copies, copied]
     up = GaugeMetricFamily(
         "engram_database_up", "1 when this scrape read the vector backlog from the database in time, else 0."
     )

@@ -77,6 +77,30 @@ async def test_counters_move_with_requests(client: httpx.AsyncClient) -> None:
         assert ("engram_db_pool_waiting", frozenset({("pool", pool)})) in after
 
 
+async def test_the_sketches_a_filtered_search_copies_into_memory_are_gauged(database_url: str, embedder: Any) -> None:
+    """A vector search under a tag the statistics bound to few items has the tag's sketches read into the
+    process's memory, in the background (app/engine/postgres/mirror.py): the scrape says how many keys
+    and bytes."""
+    engine = await PostgresEngine.connect(database_url, embedder)
+    async with app_client(engine) as client:
+        tagged = [{**ITEM, "text": f"the tides turn at {n}", "meta": {"tags": ["tides"]}} for n in range(12)]
+        assert (await client.post("/v1/store_many", json={"items": tagged})).status_code == 200
+        await engine.finish_indexing()  # the sketches filed
+        await engine.gather_statistics()  # the tag bound to few items
+        before = await scrape(client)
+        search = {"query": "when do the tides turn", "mode": "vector", "limit": 5, "filter": {"tags_any": ["tides"]}}
+        seen = before
+        for _ in range(250):  # the copy is read in the background: the first searches scan in PostgreSQL
+            assert (await client.post("/v1/fetch", json=search)).status_code == 200
+            seen = await scrape(client)
+            if value(seen, "engram_sketch_copies_bytes") > 0:
+                break
+            await asyncio.sleep(0.02)
+    assert value(before, "engram_sketch_copies") == 0
+    assert value(seen, "engram_sketch_copies") == 1
+    assert value(seen, "engram_sketch_copies_bytes") >= 12 * (8 + 40 + 8)  # a seq, an id, a sketch each
+
+
 async def test_unknown_routes_are_one_label_value(client: httpx.AsyncClient) -> None:
     before = await scrape(client)
     paths = [f"/v1/items/{n}" for n in range(5)] + ["/wp-admin/setup.php", "/v1/fetch/", "/%7Bid%7D"]

@@ -335,6 +335,10 @@ class PostgresEngine:
         """The connection pools now, without a round trip."""
         return self._pools.usage()
 
+    def sketch_copies(self) -> tuple[int, int]:
+        """The filter keys whose sketches this process holds in memory, and their bytes (mirror.py)."""
+        return self._rankings.copies_held()
+
     async def health(self) -> Health:
         try:
             async with asyncio.timeout(HEALTH_TIMEOUT_S), self.connection() as connection:

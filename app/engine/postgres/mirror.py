@@ -138,6 +138,10 @@ class SketchMirror:
     def held_bytes(self) -> int:
         return sum(copy.nbytes for copy in self._copies.values())
 
+    @property
+    def held_keys(self) -> int:
+        return len(self._copies)
+
     def forget(self, keys: Sequence[str] = ()) -> None:
         """Drop the copies of ``keys`` (every copy when none are named): read again when next asked."""
         for key in keys or list(self._copies):

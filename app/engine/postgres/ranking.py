@@ -64,6 +64,12 @@ class Rankings:
         if self._mirror is not None:
             await self._mirror.read()
 
+    def copies_held(self) -> tuple[int, int]:
+        """How many keys' sketch copies this process holds, and their bytes (0, 0 without them)."""
+        if self._mirror is None:
+            return 0, 0
+        return self._mirror.held_keys, self._mirror.held_bytes
+
     async def close(self) -> None:
         """Stop what runs in the background (the sketch copies' reads)."""
         if self._mirror is not None:
