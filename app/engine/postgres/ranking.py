@@ -126,12 +126,14 @@ class Rankings:
         *,
         exact: bool = False,
         sketches: bool = True,
+        copies: bool = True,
     ) -> tuple[Statement, bool]:
         """The vector statement and whether its rows are the answer (else, should the index come back
         short, the exact scan follows). Without ``sketches`` a filter walks the index whatever it
-        admits (what the engine did before migration 0008, bench/proposals.py)."""
+        admits (what the engine did before migration 0008, bench/proposals.py). Without ``copies`` the
+        statement scans the sketches itself (``vector``, which has asked the copies already)."""
         least = await self.sketch_candidates(run, request_filter, pred) if sketches else None
-        mirrored = await self._mirrored(run, vector, request_filter, pred, offset, count, least)
+        mirrored = await self._mirrored(run, vector, request_filter, pred, offset, count, least) if copies else None
         if mirrored is not None:
             return mirrored[0], True
         if least is not None:
@@ -187,7 +189,7 @@ class Rankings:
             self._mirror.forget(sketch_keys(request_filter).keys)
         for exact in (False, True):
             statement, settled = await self.vector_statement(
-                run, vector, request_filter, pred, offset, count, exact=exact, sketches=sketches
+                run, vector, request_filter, pred, offset, count, exact=exact, sketches=sketches, copies=False
             )
             rows = list(await run(statement))
             if settled or index_was_enough(rows, offset + count):
