@@ -13,7 +13,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from app.embeddings.measured import MeasuredEmbedder
 from app.embeddings.wordllama import WordLlamaEmbedder
 from app.engine.postgres.engine import PostgresEngine
-from app.engine.postgres.options import PoolOptions
+from app.engine.postgres.options import EngineOptions, MirrorOptions, PoolOptions
 from app.engine.postgres.pool import Pools
 from app.settings import Settings
 from tests.support.engines import ClientFactory, app_client
@@ -81,7 +81,8 @@ async def test_the_sketches_a_filtered_search_copies_into_memory_are_gauged(data
     """A vector search under a tag the statistics bound to few items has the tag's sketches read into the
     process's memory, in the background (app/engine/postgres/mirror.py): the scrape says how many keys
     and bytes."""
-    engine = await PostgresEngine.connect(database_url, embedder)
+    every_key = EngineOptions(mirror=MirrorOptions(floor=0))  # a key of a dozen items copied too
+    engine = await PostgresEngine.connect(database_url, embedder, options=every_key)
     async with app_client(engine) as client:
         tagged = [{**ITEM, "text": f"the tides turn at {n}", "meta": {"tags": ["tides"]}} for n in range(12)]
         assert (await client.post("/v1/store_many", json={"items": tagged})).status_code == 200

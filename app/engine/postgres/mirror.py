@@ -11,7 +11,8 @@ by any process (those whose transaction the snapshot does not see: migration 002
 never behind what the statement sees; they are folded into the copy every few seconds, and the copy
 is read again every few minutes, which drops the forgotten items it still holds (until then the
 ranking statement skips them: they have no vector left). A copy is read in the background: until it
-is there, the statement scans, so no search waits for a key's read (~0.2 s for 40k postings).
+is there, the statement scans, so no search waits for a key's read (~0.2 s for 40k postings). A key
+of fewer postings than ``MirrorOptions.floor`` is left to the statement, which scans it as fast.
 """
 
 from __future__ import annotations
@@ -131,7 +132,7 @@ class SketchMirror:
         self._clock = clock
         self._copies: OrderedDict[str, Copy] = OrderedDict()
         self._reading: dict[str, asyncio.Task[None]] = {}
-        self._oversized: dict[str, float] = {}  # keys whose copy would not fit, and when that was found
+        self._declined: dict[str, float] = {}  # keys left to the statement (too few or too big), since when
         self._folding = asyncio.Lock()  # one fold at a time: a copy takes each posting once
 
     @property
@@ -149,8 +150,9 @@ class SketchMirror:
 
     async def choose(self, run: Run, keys: Sequence[str], vector: np.ndarray, count: int) -> Chosen | None:
         """The ``count`` postings of ``keys`` nearest ``vector`` by sketch; None when a key has no copy yet
-        (it is being read), its copy would not fit the budget, or holds sketches of another width
-        (another model's, before ``engram reembed`` re-filed them): the statement scans them instead."""
+        (it is being read), has fewer postings than the floor or more than the budget holds, or holds
+        sketches of another width (another model's, before ``engram reembed`` re-filed them): the
+        statement scans them instead."""
         copies = {}
         for key in keys:
             if (copy := self._ready(run, key)) is None:
@@ -191,7 +193,7 @@ class SketchMirror:
         """``key``'s copy, read in the background when it has none or it is due to be read again."""
         copy, now = self._copies.get(key), self._clock()
         due = copy is None or now - copy.read_at >= self._options.reread_s
-        if now - self._oversized.get(key, -np.inf) < self._options.reread_s:
+        if now - self._declined.get(key, -np.inf) < self._options.reread_s:
             due = False
         if due and key not in self._reading:
             self._reading[key] = asyncio.create_task(self._read(run, key), name="engram-sketch-mirror")
@@ -219,8 +221,8 @@ class SketchMirror:
         )
         self._copies.pop(key, None)
         budget = self._options.budget_mb * 2**20
-        if copy.nbytes > budget:
-            self._oversized[key] = now
+        if len(seqs) < self._options.floor or copy.nbytes > budget:
+            self._declined[key] = now  # asked again once a copy would be read again
             return
         while self._copies and self.held_bytes + copy.nbytes > budget:
             self._copies.popitem(last=False)

@@ -94,6 +94,8 @@ class MirrorOptions:
 
     budget_mb: int = 256  # docs/tuning.md#sketch-mirror
     """Memory the copies may hold, the least lately asked dropped first; 0: none, the statement scans."""
+    floor: int = 1_000  # docs/tuning.md#sketch-mirror
+    """A key with fewer postings is left to the statement, which scans so few as fast as a copy serves."""
     fold_s: float = 5.0
     """How often a copy takes in the postings filed since it was read (each ranking reads those anyway)."""
     reread_s: float = 300.0

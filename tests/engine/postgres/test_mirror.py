@@ -27,7 +27,8 @@ from tests.engine.postgres.support import learning
 from tests.engine.postgres.test_indexer import quiet_engine
 from tests.engine.postgres.test_sketches import QUERY, few_among_many
 
-IN_MEMORY = EngineOptions(mirror=MirrorOptions(budget_mb=64, fold_s=0.0))
+# The stores here are small: every key is copied, however few its postings.
+IN_MEMORY = EngineOptions(mirror=MirrorOptions(budget_mb=64, fold_s=0.0, floor=0))
 
 
 @pytest.fixture
@@ -102,7 +103,7 @@ async def test_what_is_stored_after_the_copy_is_found_and_what_is_forgotten_is_n
     await few_among_many(unindexed)
     (vector,) = await embedder.embed([QUERY])
     tagged = Filter(tags_any=["few"])
-    in_memory = rankings(embedder, EngineOptions(mirror=MirrorOptions(budget_mb=64, fold_s=fold_s)))
+    in_memory = rankings(embedder, EngineOptions(mirror=MirrorOptions(budget_mb=64, fold_s=fold_s, floor=0)))
     statement = rankings(embedder, EngineOptions())
     await pages(unindexed, in_memory, vector, tagged)  # the copy is read
 
@@ -129,18 +130,43 @@ async def test_what_is_stored_after_the_copy_is_found_and_what_is_forgotten_is_n
 async def test_copies_over_the_budget_are_left_to_the_statement(unindexed: PostgresEngine, embedder: Any) -> None:
     await few_among_many(unindexed)
     (vector,) = await embedder.embed([QUERY])
-    tiny = rankings(embedder, EngineOptions(mirror=MirrorOptions(budget_mb=0.001)))  # type: ignore[arg-type]
+    tiny = rankings(embedder, EngineOptions(mirror=MirrorOptions(budget_mb=0.001, floor=0)))  # type: ignore[arg-type]
     tagged = Filter(tags_any=["common"])
     assert await pages(unindexed, tiny, vector, tagged) == await pages(
         unindexed, rankings(embedder, EngineOptions()), vector, tagged
     )
 
 
+async def test_keys_under_the_floor_are_left_to_the_statement(unindexed: PostgresEngine, embedder: Any) -> None:
+    """A key of few postings is scanned by the statement as fast as a copy would serve it: none is held,
+    and the key is not read again on every ask."""
+    await few_among_many(unindexed)
+    (vector,) = await embedder.embed([QUERY])
+    reads = 0
+
+    async def counted(statement: Statement) -> list[Any]:
+        nonlocal reads
+        reads += statement.family == "mirror"
+        return await unindexed.run(statement)
+
+    mirror = SketchMirror(MirrorOptions(budget_mb=64, floor=21))  # "few" has 20 postings indexed
+    for _ in range(3):
+        assert await mirror.choose(counted, ["t:few"], vector, 40) is None
+        await mirror.read()
+    assert (reads, mirror.held_keys, mirror.held_bytes) == (1, 0, 0)
+    at_the_floor = SketchMirror(MirrorOptions(budget_mb=64, floor=20))
+    await at_the_floor.choose(unindexed.run, ["t:few"], vector, 40)
+    await at_the_floor.read()
+    assert (await at_the_floor.choose(unindexed.run, ["t:few"], vector, 40)) is not None
+    await mirror.close()
+    await at_the_floor.close()
+
+
 async def test_copies_of_another_width_are_dropped_not_scanned(unindexed: PostgresEngine, embedder: Any) -> None:
     """Sketches of another model's dimension (before ``engram reembed`` re-filed them) are not compared
     with a question's: the statement ranks, and the copy is read again when next asked."""
     await few_among_many(unindexed)
-    mirror = SketchMirror(MirrorOptions(budget_mb=64))
+    mirror = SketchMirror(MirrorOptions(budget_mb=64, floor=0))
     (vector,) = await embedder.embed([QUERY])
     assert await mirror.choose(unindexed.run, ["t:few"], vector, 40) is None  # read in the background
     await mirror.read()
