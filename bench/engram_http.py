@@ -10,11 +10,14 @@ p50 3.4 ms with httpx, 1.2 with aiohttp, 0.9 with a bare socket; keyword p50 22.
 
 from __future__ import annotations
 
+import asyncio
+import time
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 import orjson
+from prometheus_client.parser import text_string_to_metric_families
 
 from bench.corpus import CorpusItem
 
@@ -54,6 +57,28 @@ class EngramHttp:
     async def fetch(self, query: str, mode: str, request_filter: dict[str, Any], limit: int = 10) -> list[str]:
         body = {"query": query, "mode": mode, "filter": request_filter, "limit": limit}
         return [hit["id"] for hit in (await self._post("/v1/fetch", body))["hits"]]
+
+    async def copies_read(self, *, quiet_s: float = 0.5, timeout_s: float = 120) -> int:
+        """Until the sketch copies the service reads in the background after a filter's first ask are
+        there (app/engine/postgres/mirror.py): its ``/metrics`` count of them unchanged for ``quiet_s``.
+        The count."""
+        held, since, deadline = -1, time.monotonic(), time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            async with self._session.get("/metrics") as response:
+                response.raise_for_status()
+                text = await response.text()
+            (now,) = (
+                sample.value
+                for family in text_string_to_metric_families(text)
+                for sample in family.samples
+                if sample.name == "engram_sketch_copies"
+            )
+            if now != held:
+                held, since = int(now), time.monotonic()
+            elif time.monotonic() - since >= quiet_s:
+                break
+            await asyncio.sleep(0.1)
+        return held
 
     async def recall(self, question: str, limit: int = 10) -> list[str]:
         answer = await self._post("/v1/recall", {"question": question, "limit": limit})

@@ -116,6 +116,7 @@ class RawSql:
             model=embedder.name, dimension=embedder.dimension, ts_config=ts_config, options=ENGINE_OPTIONS
         )
         self._prepared: dict[tuple[int, str], asyncpg.prepared_stmt.PreparedStatement] = {}
+        self._busy: dict[int, asyncio.Lock] = {}
         self.phases: dict[str, list[float]] = {
             "embed": [],
             "write": [],
@@ -126,11 +127,18 @@ class RawSql:
         """The statement on the connection the engine would give it (``second``: a hybrid fetch's
         vector ranking's), prepared once a connection."""
         connection = self._connections[statement.generic_plan][int(second)]
-        prepared = self._prepared.get((id(connection), statement.sql))
-        if prepared is None:
-            prepared = await connection.prepare(statement.sql)
-            self._prepared[(id(connection), statement.sql)] = prepared
-        return list(await prepared.fetch(*statement.args))
+        # The sketch copies are read in the background (mirror.py) on the connection a search ran on,
+        # which the next search may be using: one statement at a time on each.
+        async with self._busy.setdefault(id(connection), asyncio.Lock()):
+            prepared = self._prepared.get((id(connection), statement.sql))
+            if prepared is None:
+                prepared = await connection.prepare(statement.sql)
+                self._prepared[(id(connection), statement.sql)] = prepared
+            return list(await prepared.fetch(*statement.args))
+
+    async def copies_read(self) -> None:
+        """Until the sketch copies its searches asked for are read (mirror.py), as the service's are."""
+        await self._rankings.copies_read()
 
     def _runner(self, *, second: bool = False) -> Run:
         async def run(statement: Statement) -> list[asyncpg.Record]:

