@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
+import asyncpg
 import numpy as np
 import pytest
 
@@ -20,8 +21,10 @@ from app.engine.postgres.engine import PostgresEngine
 from app.engine.postgres.filters import filter_predicate
 from app.engine.postgres.mirror import SketchMirror, nearest, query_sketch, sketch_rows
 from app.engine.postgres.options import EngineOptions, MirrorOptions
+from app.engine.postgres.queries.mirror import plan_filed_since
 from app.engine.postgres.queries.statement import Statement
 from app.engine.postgres.ranking import Rankings
+from app.engine.postgres.schema import driver_url
 from app.engine.postgres.vectors import query_vector
 from tests.engine.postgres.support import learning
 from tests.engine.postgres.test_indexer import quiet_engine
@@ -160,6 +163,63 @@ async def test_keys_under_the_floor_are_left_to_the_statement(unindexed: Postgre
     assert (await at_the_floor.choose(unindexed.run, ["t:few"], vector, 40)) is not None
     await mirror.close()
     await at_the_floor.close()
+
+
+async def filed_since(engine: PostgresEngine, key: str, snapshot: str) -> tuple[list[int], list[dict[str, Any]]]:
+    """The seqs of ``key``'s postings a copy as of ``snapshot`` lacks, and the plan's nodes as run."""
+    statement = plan_filed_since([key], [snapshot])
+    rows = await engine.run(statement)
+    (explained,) = await engine.run(Statement("EXPLAIN (ANALYZE, FORMAT JSON) " + statement.sql, statement.args))
+
+    def nodes(node: dict[str, Any]) -> list[dict[str, Any]]:
+        return [node] + [below for child in node.get("Plans", []) for below in nodes(child)]
+
+    return sorted(row["seq"] for row in rows if row["seq"] is not None), nodes(explained[0][0]["Plan"])  # json decoded
+
+
+async def test_a_transaction_left_open_elsewhere_does_not_make_the_copies_read_what_they_hold(
+    unindexed: PostgresEngine, database_url: str
+) -> None:
+    """A session that wrote and stays open holds back every snapshot's xmin; what a copy lacks is
+    still read alone (the postings filed since its snapshot's xmax, or by the transactions running
+    then), not every posting filed after that session began."""
+    idle = await asyncpg.connect(driver_url(database_url))
+    try:
+        await idle.execute("BEGIN")
+        await idle.fetchval("SELECT pg_current_xact_id()")
+        await few_among_many(unindexed)  # the postings are filed after the idle session's transaction
+        (snapshot,) = await unindexed.run(Statement("SELECT pg_current_snapshot()::text AS s"))
+        seqs, plan = await filed_since(unindexed, "t:few", snapshot["s"])
+        assert seqs == []
+        postings = ("Relation Name", "Index Name")
+        read = [node for node in plan if any(str(node.get(of)).startswith("engram_sketch_postings") for of in postings)]
+        assert read and all(node["Actual Rows"] == node.get("Rows Removed by Filter", 0) == 0 for node in read)
+    finally:
+        await idle.close()
+
+
+async def test_postings_filed_by_a_transaction_running_when_the_copy_was_read_are_found(
+    unindexed: PostgresEngine, database_url: str
+) -> None:
+    await few_among_many(unindexed)
+    running = await asyncpg.connect(driver_url(database_url))
+    try:
+        await running.execute("BEGIN")
+        await running.fetchval("SELECT pg_current_xact_id()")
+        await unindexed.run(Statement("SELECT pg_current_xact_id()"))  # a later one ends: the first is in the xip list
+        (snapshot,) = await unindexed.run(Statement("SELECT pg_current_snapshot()::text AS s"))
+        assert snapshot["s"].split(":")[2]
+        await running.execute(
+            "INSERT INTO engram_sketch_postings (key, seq, item_id, sketch) SELECT 't:late', seq, item_id, sketch"
+            " FROM engram_sketch_postings WHERE key = 't:common' ORDER BY seq LIMIT 3"
+        )
+        await running.execute("COMMIT")
+    finally:
+        await running.close()
+    seqs, _ = await filed_since(unindexed, "t:late", snapshot["s"])
+    assert len(seqs) == 3
+    (now,) = await unindexed.run(Statement("SELECT pg_current_snapshot()::text AS s"))
+    assert (await filed_since(unindexed, "t:late", now["s"]))[0] == []
 
 
 async def test_copies_of_another_width_are_dropped_not_scanned(unindexed: PostgresEngine, embedder: Any) -> None:

@@ -22,13 +22,17 @@ READ_KEY = """
     FROM engram_sketch_postings p WHERE p.key = $1
 """
 
-# The postings a copy as of snapshot :snapshot lacks: filed by a transaction it does not see
-# (the index on (key, moved) reads only those from its xmin on).
+# The postings a copy as of a snapshot lacks: filed by a transaction that began after it was taken (from
+# its xmax on) or was running then (its xip list). Each part reads only those rows from the index on
+# (key, moved), however far back a transaction left open elsewhere holds the snapshot's xmin.
 _FILED_SINCE = """
-    SELECT p.key, p.seq, p.item_id, p.sketch FROM engram_sketch_postings p
-    JOIN unnest(CAST(:keys AS text[]), CAST(CAST(:snapshots AS text[]) AS pg_snapshot[])) AS k(key, snapshot)
-        ON p.key = k.key
-    WHERE p.moved >= pg_snapshot_xmin(k.snapshot) AND NOT pg_visible_in_snapshot(p.moved, k.snapshot)
+    SELECT p.key, p.seq, p.item_id, p.sketch
+    FROM unnest(CAST(:keys AS text[]), CAST(CAST(:xmaxs AS text[]) AS xid8[])) AS k(key, xmax)
+    JOIN engram_sketch_postings p ON p.key = k.key AND p.moved >= k.xmax
+    UNION ALL
+    SELECT p.key, p.seq, p.item_id, p.sketch
+    FROM unnest(CAST(:running_keys AS text[]), CAST(CAST(:running AS text[]) AS xid8[])) AS r(key, xid)
+    JOIN engram_sketch_postings p ON p.key = r.key AND p.moved = r.xid
 """
 # Those postings (to fold into the copy), each beside the statement's snapshot; one row without a
 # posting when there are none.
@@ -43,10 +47,23 @@ def plan_read_key(key: str) -> Statement:
     return Statement(READ_KEY, (key,))
 
 
+def unseen(keys: Sequence[str], snapshots: Sequence[str]) -> dict[str, list[str]]:
+    """What each key's snapshot (pairwise; ``pg_current_snapshot()`` as text, ``xmin:xmax:xip,...``)
+    does not see, as _FILED_SINCE's parameters: its xmax, and each transaction running when it was
+    taken beside its key."""
+    xmaxs, running_keys, running = [], [], []
+    for key, snapshot in zip(keys, snapshots, strict=True):
+        _, xmax, xips = snapshot.split(":")
+        xmaxs.append(xmax)
+        for xid in filter(None, xips.split(",")):
+            running_keys.append(key)
+            running.append(xid)
+    return {"keys": list(keys), "xmaxs": xmaxs, "running_keys": running_keys, "running": running}
+
+
 def plan_filed_since(keys: Sequence[str], snapshots: Sequence[str]) -> Statement:
     """The postings of each key filed since its copy's snapshot (pairwise), and the snapshot now."""
-    sql = FILED_SINCE.replace(":keys", "$1").replace(":snapshots", "$2")
-    return Statement(sql, (list(keys), list(snapshots)))
+    return Statement.bind(FILED_SINCE, unseen(keys, snapshots))
 
 
 def mirrored_sql(where: str, *, live: bool) -> str:
@@ -83,8 +100,7 @@ def plan_mirrored(
         "model": model,
         "ids": list(ids),
         "seqs": list(seqs),
-        "keys": list(keys),
-        "snapshots": list(snapshots),
+        **unseen(keys, snapshots),
         "depth": offset + count,
         "offset": offset,
         **params,
