@@ -44,7 +44,8 @@ _LENGTH_WORD = 4
 @dataclass
 class Copy:
     """One key's postings as of ``snapshot``: their items' seqs and ids (UTF-8 bytes, a fraction of a
-    str object's size), and their sketches (a row of bytes each, padded to whole 64-bit words)."""
+    str object's size), and their sketches (a column of 64-bit words each: nearest reads a word of
+    every sketch at a time, from contiguous memory)."""
 
     snapshot: str
     seqs: np.ndarray
@@ -65,7 +66,7 @@ class Copy:
         elif len(seqs):
             self.seqs = np.concatenate([self.seqs, seqs])
             self.ids = np.concatenate([self.ids, ids])  # numpy widens the narrower ids
-            self.sketches = np.concatenate([self.sketches, sketches])
+            self.sketches = np.concatenate([self.sketches, sketches], axis=1)
 
 
 @dataclass(frozen=True)
@@ -80,16 +81,20 @@ class Chosen:
     scanned: int
 
 
-def sketch_rows(blob: bytes, count: int) -> np.ndarray:
-    """``count`` sketches sent end to end as varbit_send writes them, as rows of bytes padded to whole
-    64-bit words (zero bits add no distance)."""
+def sketch_words(blob: bytes, count: int) -> np.ndarray:
+    """``count`` sketches sent end to end as varbit_send writes them, as columns of 64-bit words (the
+    last padded with zero bits, which add no distance)."""
     if count == 0:
-        return np.zeros((0, 8), dtype=np.uint8)
+        return np.zeros((0, 0), dtype=np.uint64)
     raw = np.frombuffer(blob, dtype=np.uint8).reshape(count, -1)[:, _LENGTH_WORD:]
-    width = -(-raw.shape[1] // 8) * 8
-    rows = np.zeros((count, width), dtype=np.uint8)
+    rows = np.zeros((count, words_of(raw.shape[1] * 8) * 8), dtype=np.uint8)
     rows[:, : raw.shape[1]] = raw
-    return rows
+    return np.ascontiguousarray(rows.view(np.uint64).T)
+
+
+def words_of(dimension: int) -> int:
+    """The 64-bit words a sketch of ``dimension`` bits takes."""
+    return -(-dimension // 64)
 
 
 def id_bytes(ids: Sequence[str]) -> np.ndarray:
@@ -97,19 +102,21 @@ def id_bytes(ids: Sequence[str]) -> np.ndarray:
     return np.array([item_id.encode() for item_id in ids], dtype=bytes) if ids else np.zeros(0, dtype="S1")
 
 
-def query_sketch(vector: np.ndarray, width: int) -> np.ndarray:
-    """The question's sketch as binary_quantize makes it (a 1 for each component above zero), as a
-    row of ``width`` bytes."""
+def query_sketch(vector: np.ndarray) -> np.ndarray:
+    """The question's sketch as binary_quantize makes it (a 1 for each component above zero), as
+    64-bit words."""
     bits = np.packbits(np.asarray(vector) > 0)
-    row = np.zeros(width, dtype=np.uint8)
+    row = np.zeros(words_of(len(vector)) * 8, dtype=np.uint8)
     row[: len(bits)] = bits
-    return row
+    return row.view(np.uint64)
 
 
 def nearest(sketches: np.ndarray, seqs: np.ndarray, query: np.ndarray, count: int) -> np.ndarray:
-    """Positions of the ``count`` rows nearest ``query`` by Hamming distance, ties by seq, each seq once
-    (an item filed under several of the keys scanned), in that order."""
-    distance = np.bitwise_count(sketches.view(np.uint64) ^ query.view(np.uint64)).sum(axis=1, dtype=np.int32)
+    """Positions of the ``count`` sketches (columns of words) nearest ``query`` by Hamming distance,
+    ties by seq, each seq once (an item filed under several of the keys scanned), in that order."""
+    distance = np.zeros(len(seqs), dtype=np.uint16)  # pgvector's vectors: at most 16,000 bits
+    for word, asked in zip(sketches, query, strict=True):
+        distance += np.bitwise_count(word ^ asked)
     wanted = count
     while True:
         near = np.arange(len(distance))
@@ -160,18 +167,18 @@ class SketchMirror:
             copies[key] = copy
         async with self._folding:
             await self._fold_due(run, copies)
-        width = -(-len(vector) // 64) * 8
-        if stale := [key for key, copy in copies.items() if len(copy.seqs) and copy.sketches.shape[1] != width]:
+        words = words_of(len(vector))
+        if stale := [key for key, copy in copies.items() if len(copy.seqs) and copy.sketches.shape[0] != words]:
             self.forget(stale)
             return None
         held = [copy for copy in copies.values() if len(copy.seqs)]
         snapshots = [copy.snapshot for copy in copies.values()]
         if not held:
             return Chosen(ids=[], seqs=[], keys=list(copies), snapshots=snapshots, scanned=0)
-        sketches = np.concatenate([copy.sketches for copy in held]) if len(held) > 1 else held[0].sketches
+        sketches = np.concatenate([copy.sketches for copy in held], axis=1) if len(held) > 1 else held[0].sketches
         seqs = np.concatenate([copy.seqs for copy in held]) if len(held) > 1 else held[0].seqs
         ids = np.concatenate([copy.ids for copy in held]) if len(held) > 1 else held[0].ids
-        chosen = nearest(sketches, seqs, query_sketch(vector, width), count)
+        chosen = nearest(sketches, seqs, query_sketch(vector), count)
         return Chosen(
             ids=[item_id.decode() for item_id in ids[chosen].tolist()],
             seqs=seqs[chosen].tolist(),
@@ -215,7 +222,7 @@ class SketchMirror:
             snapshot=row["snapshot"],
             seqs=seqs,
             ids=id_bytes(row["ids"]),
-            sketches=sketch_rows(row["sketches"], len(seqs)),
+            sketches=sketch_words(row["sketches"], len(seqs)),
             read_at=now,
             merged_at=now,
         )
@@ -238,8 +245,8 @@ class SketchMirror:
         snapshot, now = rows[0]["snapshot"], self._clock()
         for key, copy in due.items():
             mine = [row for row in rows if row["key"] == key]
-            sketches = sketch_rows(b"".join(row["sketch"] for row in mine), len(mine))
-            if len(mine) and len(copy.seqs) and sketches.shape[1] != copy.sketches.shape[1]:
+            sketches = sketch_words(b"".join(row["sketch"] for row in mine), len(mine))
+            if len(mine) and len(copy.seqs) and sketches.shape[0] != copy.sketches.shape[0]:
                 self.forget([key])  # re-filed by another model's vectors: read again when next asked
                 continue
             seqs = np.asarray([row["seq"] for row in mine], dtype=np.int64)

@@ -19,7 +19,7 @@ from app.contract.namespaces import Reach
 from app.contract.requests import ForgetByIds
 from app.engine.postgres.engine import PostgresEngine
 from app.engine.postgres.filters import filter_predicate
-from app.engine.postgres.mirror import SketchMirror, nearest, query_sketch, sketch_rows
+from app.engine.postgres.mirror import SketchMirror, nearest, query_sketch, sketch_words
 from app.engine.postgres.options import EngineOptions, MirrorOptions
 from app.engine.postgres.queries.mirror import plan_filed_since
 from app.engine.postgres.queries.statement import Statement
@@ -57,17 +57,21 @@ async def pages(
     return found
 
 
+def columns(*sketches: int) -> np.ndarray:
+    """One-word sketches as nearest takes them: a column each."""
+    return np.array([sketches], dtype=np.uint64)
+
+
 def test_the_nearest_sketches_are_taken_by_distance_then_seq_each_item_once() -> None:
-    sketches = np.array([[0b1111], [0b0000], [0b0001], [0b0011], [0b0001]], dtype=np.uint8)
-    sketches = np.pad(sketches, ((0, 0), (0, 7)))
+    sketches = columns(0b1111, 0b0000, 0b0001, 0b0011, 0b0001)
     seqs = np.array([5, 9, 7, 3, 2])
-    query = np.zeros(8, dtype=np.uint8)
+    query = np.zeros(1, dtype=np.uint64)
     # distances 4, 0, 1, 2, 1: seq 9 first, then 2 and 7 (ties by seq), then 3
     assert seqs[nearest(sketches, seqs, query, 4)].tolist() == [9, 2, 7, 3]
     twice = np.array([9, 9, 7, 3, 2])  # an item filed under two keys is one candidate
     assert twice[nearest(sketches, twice, query, 3)].tolist() == [9, 2, 7]
     # Seen twice among the nearest, an item leaves its place to the next: three distinct still.
-    doubled = np.pad(np.array([[0], [0], [1], [3], [3]], dtype=np.uint8), ((0, 0), (0, 7)))
+    doubled = columns(0, 0, 1, 3, 3)
     seqs = np.array([4, 4, 6, 8, 5])
     assert seqs[nearest(doubled, seqs, query, 3)].tolist() == [4, 6, 5]
 
@@ -76,7 +80,7 @@ async def test_a_sketch_read_from_postgresql_is_the_one_made_in_memory(unindexed
     vector = np.random.default_rng(3).standard_normal(200).astype(np.float32)
     statement = Statement("SELECT varbit_send(binary_quantize(CAST($1 AS vector))) AS sketch", (query_vector(vector),))
     (row,) = await unindexed.run(statement)
-    assert sketch_rows(row["sketch"], 1)[0].tolist() == query_sketch(vector, 32).tolist()
+    assert sketch_words(row["sketch"], 1)[:, 0].tolist() == query_sketch(vector).tolist()
 
 
 @pytest.mark.parametrize(
