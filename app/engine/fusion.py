@@ -44,9 +44,11 @@ def fuse(
     An item either ranking holds within ``depth`` is fused: an item the keyword ranking does not
     hold that high takes 0 from it (it matched less, or not at all), one the vector ranking does
     not hold that high takes 0 too (the cosine at ``depth``, its own being no higher). The keys past
-    ``depth`` in both follow by their best rank, scored below every fused key. So the first ``n``
-    keys are the same however far past ``depth`` the rankings were read, and scores never rise.
-    Ties go to the key stored first (lower ``seq``), as in every other ranking.
+    ``depth`` in both follow by their best rank, scored by that rank alone, below 0 and so below every
+    fused key: a key's score is the same on every page, whatever the rankings read past ``depth``
+    (a deeper read may find the same cosines at another precision, queries.vector.nearest_sql). So
+    the first ``n`` keys are the same however far past ``depth`` the rankings were read, and scores
+    never rise. Ties go to the key stored first (lower ``seq``), as in every other ranking.
     """
     top_keyword, top_vector = keyword[:depth], vector[:depth]
     best_keyword = max((score for _, score in top_keyword), default=0.0)
@@ -62,10 +64,9 @@ def fuse(
         for rank, (key, _) in enumerate(ranking[depth:], start=depth + 1):
             if key not in fused and rank < best_rank.get(key, rank + 1):
                 best_rank[key] = rank
-    lowest = ranked[-1][1] if ranked else 0.0
     rest = sorted(best_rank.items(), key=lambda ranked_key: (ranked_key[1], seq[ranked_key[0]]))
-    # Strictly below the lowest fused score, falling with the rank.
-    return ranked + [(key, lowest - (1 - depth / rank)) for key, rank in rest]
+    # Between -1 and 0, falling with the rank: a fused score is at least 0 (both halves are).
+    return ranked + [(key, depth / rank - 1) for key, rank in rest]
 
 
 def _scaled(ranking: Scored[Key]) -> dict[Key, float]:

@@ -75,6 +75,22 @@ def test_a_page_is_cut_from_one_order_whatever_its_depth() -> None:
             assert page == whole[:end]
 
 
+def test_a_key_past_the_depth_scores_the_same_whatever_precision_the_deeper_read_found() -> None:
+    # A page ending past the depth reads both rankings deeper, and a deeper vector read may come from
+    # the exact scan (full precision) where the shallower came from the index (half precision): the
+    # same order, cosines a few millionths apart. A key past the depth must keep its score.
+    seq = {f"k{i}": i for i in range(120)}
+    vector = [(f"k{i}", 0.9 - i / 200) for i in range(120)]
+    exact = [(key, score + 3e-6 * (n % 3)) for n, (key, score) in enumerate(vector)]
+    # The vector ranking's first 50 in the keyword one too, the lowest fused of them (k40) inside it.
+    weights = {"k49": 10.0, "k40": 1.0}
+    keyword = sorted(((f"k{i}", weights.get(f"k{i}", 5.0)) for i in range(50)), key=lambda s: (-s[1], seq[s[0]]))
+    shallow = dict(fuse(keyword[:84], vector[:84], seq))
+    deep = dict(fuse(keyword[:91], exact[:91], seq))
+    past = [key for key in shallow if shallow[key] < 0]
+    assert past and all(deep[key] == shallow[key] for key in past)
+
+
 def test_keys_past_the_depth_in_both_follow_by_their_best_rank_below_every_fused_one() -> None:
     seq = {f"k{i}": i for i in range(200)}
     deep = [(f"k{i}", 1.0 - i / 400) for i in range(200)]
