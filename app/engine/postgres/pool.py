@@ -36,7 +36,7 @@ CLOSE_TIMEOUT_S = 5.0
 def connection_settings(pool: PoolOptions, hnsw: HNSWOptions, *, generic_plan: bool) -> dict[str, str]:
     """What every pooled connection sets at startup (``generic_plan``: the pool that reuses one
     generic plan per statement; the other plans each for its values, Statement.generic_plan)."""
-    return {
+    settings = {
         "application_name": APPLICATION_NAME,
         "statement_timeout": str(pool.statement_timeout_ms),
         "jit": "off",  # JIT compiles cost more than these short queries take
@@ -45,6 +45,9 @@ def connection_settings(pool: PoolOptions, hnsw: HNSWOptions, *, generic_plan: b
         "hnsw.ef_search": str(hnsw.ef_search),
         "hnsw.iterative_scan": hnsw.iterative_scan,
     }
+    if not generic_plan and pool.custom_plan_io_concurrency is not None:
+        settings["effective_io_concurrency"] = str(pool.custom_plan_io_concurrency)
+    return settings
 
 
 def _jsonb(value: bytes) -> Any:

@@ -142,3 +142,20 @@ async def test_pooled_connections_plan_no_parallel_workers(pg_engine: PostgresEn
         assert "Gather" in await plan(plain)
     finally:
         await plain.close()
+
+
+async def test_only_the_pool_that_plans_per_value_reads_without_read_ahead(
+    pg_engine: PostgresEngine, database_url: str
+) -> None:
+    """Filtered statements read their scattered pages themselves; unfiltered rankings keep the
+    server's read-ahead (docs/tuning.md#read-ahead-under-a-filter)."""
+    setting = "SELECT current_setting('effective_io_concurrency') AS value"
+    plain = await asyncpg.connect(driver_url(database_url))
+    try:
+        server_default = await plain.fetchval(setting)
+    finally:
+        await plain.close()
+    assert server_default != "0"
+    custom = await pg_engine.run(Statement.bind(setting, {}))
+    generic = await pg_engine.run(Statement.bind(setting, {}, generic_plan=True))
+    assert (custom[0]["value"], generic[0]["value"]) == ("0", server_default)
