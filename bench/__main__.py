@@ -63,6 +63,13 @@ def main(argv: list[str] | None = None) -> int:
         "ENGRAM_LATE_INTERACTION=false to measure a default against its alternative; the run's JSON keeps them",
     )
     parser.add_argument("--report-only", action="store_true", help="measure nothing: redraw RESULTS.md")
+    parser.add_argument(
+        "--publish",
+        type=Path,
+        metavar="RUN",
+        help="measure nothing: keep RUN (a file under runs/) in the tree's results/, each size with its query "
+        "plans, then redraw RESULTS.md",
+    )
     args = parser.parse_args(argv)
     from bench.server import OWN_SETTINGS, SERVICE_SETTINGS
 
@@ -84,7 +91,10 @@ def main(argv: list[str] | None = None) -> int:
     embedder = args.embedder or (QUICK_EMBEDDER if args.quick else default_embedder())
     if any(n < 200 for n in sizes) or queries < 20:
         parser.error("--n must be at least 200 and --queries at least 20")
-    if args.report_only:
+    if args.publish is not None:
+        for kept in runs.publish(args.publish, args.out, default_embedder()):
+            say(f"kept {kept}")
+    if args.report_only or args.publish is not None:
         write_report(runs.latest(args.out), args.out / "RESULTS.md", args.out / "latency.png")
         return 0
     # A stop asked with SIGTERM unwinds as Ctrl-C does: the service and the databases are stopped.

@@ -3,9 +3,10 @@
 Every run writes one JSON file under ``runs/`` (ignored by git: a rerun never changes a tracked
 file but the summary it regenerates), named by when it started, its sizes and its embedder. The
 tree keeps the runs RESULTS.md was published from in ``results/`` (``n<N>[-<embedder>].json``,
-each with its query plans beside it). RESULTS.md shows, for each size and embedder, the latest run
-of either; a smoke run (``--quick``) is never drawn into it. A run of another harness
-(``python -m bench.concurrency``) says its ``kind`` in its file and its name, and is read by ``of_kind``.
+each with its query plans beside it; ``python -m bench --publish RUN`` puts a run there).
+RESULTS.md shows, for each size and embedder, the latest run of either; a smoke run (``--quick``)
+is never drawn into it. A run of another harness (``python -m bench.concurrency``) says its
+``kind`` in its file and its name, and is read by ``of_kind``.
 """
 
 from __future__ import annotations
@@ -36,6 +37,27 @@ def write_run(path: Path, record: dict[str, Any]) -> None:
 def run_record(command: str, started_at: str, *, quick: bool, results: list[dict[str, Any]]) -> dict[str, Any]:
     """A run's file: how it was started, and each size's results (each with its query plans)."""
     return {"command": command, "started_at": started_at, "quick": quick, "results": results}
+
+
+def publish(run: Path, out: Path, default_embedder: str) -> list[Path]:
+    """Keep a full run in the tree: each of its sizes as ``results/n<N>[-<embedder>].json`` (no suffix
+    for the service's default embedder), its query plans beside it in ``-plans.txt``, a section a case.
+    A smoke run or another harness's run is refused: RESULTS.md never draws from them."""
+    record = json.loads(run.read_text())
+    if record.get("quick") or "kind" in record:
+        raise ValueError(f"{run.name} is a smoke run or another harness's: not published")
+    written = []
+    for result in record["results"]:
+        kept = dict(result)
+        plans: dict[str, str] = kept.pop("plans", {})
+        setting = kept["embedder"]["setting"]
+        stem = f"n{kept['n']}" if setting == default_embedder else f"n{kept['n']}-{setting}"
+        target = out / PUBLISHED / f"{stem}.json"
+        write_run(target, kept)
+        sections = "".join(f"== {case}\n{plan.rstrip()}\n\n" for case, plan in plans.items())
+        (out / PUBLISHED / f"{stem}-plans.txt").write_text(sections)
+        written.append(target)
+    return written
 
 
 def _published(directory: Path) -> list[dict[str, Any]]:

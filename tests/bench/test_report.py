@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 
 from app.engine.context import without_roles
 from bench import runs
@@ -239,6 +240,35 @@ def test_the_report_draws_the_latest_run_of_each_size_and_embedder_and_never_a_s
         (500, "2026-12-04T21:42:00Z"): "results/n500-wordllama.json",
         (10_000, "2026-12-05T05:00:01Z"): "runs/2026-12-05T050000Z-n10000-wordllama.json",
     }
+
+
+def test_a_published_run_is_kept_size_by_size_with_its_plans_beside_and_drawn_from_the_tree(tmp_path: Path) -> None:
+    record = runs.run_record("python -m bench --n 100 --n 1000", "2026-12-07T01:00:00Z", quick=False, results=[])
+    for n, setting in ((100, "wordllama"), (1_000, "bge-small")):
+        result = sized(n, setting, f"2026-12-07T01:0{len(record['results'])}:00Z")
+        result["plans"] = {"keyword/none": f"Seq Scan {n}\nExecution Time: 1.0 ms\n", "vector/tag": "Limit"}
+        record["results"].append(result)
+    made = tmp_path / runs.RUNS / "2026-12-07T010000Z-n100-n1000-wordllama.json"
+    runs.write_run(made, record)
+
+    kept = runs.publish(made, tmp_path, "bge-small")
+
+    assert [path.name for path in kept] == ["n100-wordllama.json", "n1000.json"]
+    assert json.loads(kept[0].read_text()) == sized(100, "wordllama", "2026-12-07T01:00:00Z")
+    plans = (tmp_path / runs.PUBLISHED / "n100-wordllama-plans.txt").read_text()
+    assert plans == "== keyword/none\nSeq Scan 100\nExecution Time: 1.0 ms\n\n== vector/tag\nLimit\n\n"
+    made.unlink()
+    assert sorted(r["source"] for r in runs.latest(tmp_path)) == ["results/n100-wordllama.json", "results/n1000.json"]
+
+
+def test_a_smoke_run_is_never_published(tmp_path: Path) -> None:
+    smoke = runs.run_record("python -m bench --quick", "2026-12-07T01:00:00Z", quick=True, results=[])
+    smoke["results"] = [sized(500, "wordllama", "2026-12-07T01:00:01Z")]
+    made = tmp_path / runs.RUNS / "2026-12-07T010000Z-n500-wordllama-quick.json"
+    runs.write_run(made, smoke)
+    with pytest.raises(ValueError, match="not published"):
+        runs.publish(made, tmp_path, "bge-small")
+    assert not (tmp_path / runs.PUBLISHED).exists()
 
 
 def test_a_run_of_another_kind_is_read_by_its_kind_and_never_as_a_size(tmp_path: Path) -> None:
