@@ -58,6 +58,9 @@ class Settings(BaseSettings):
     pool_overflow: int = Field(default=PoolOptions.overflow, ge=0)
     connect_timeout_s: float = Field(default=PoolOptions.connect_timeout_s, gt=0)
     statement_timeout_ms: int = Field(default=PoolOptions.statement_timeout_ms, ge=1)
+    # effective_io_concurrency on the pool that plans statements for their values (filtered searches, lists,
+    # writes): docs/tuning.md#read-ahead-under-a-filter.
+    custom_plan_io_concurrency: int = Field(default=PoolOptions.custom_plan_io_concurrency, ge=0, le=1_000)
     text_search_config: str = "english"
     # The embedded server's shared_buffers: auto (a quarter of the machine's memory, 128 MB to 2 GB) or a
     # size such as 512MB. Read when the embedded server starts (app/engine/postgres/embedded.py).
@@ -293,6 +296,7 @@ class Settings(BaseSettings):
                 overflow=self.pool_overflow,
                 connect_timeout_s=self.connect_timeout_s,
                 statement_timeout_ms=self.statement_timeout_ms,
+                custom_plan_io_concurrency=self.custom_plan_io_concurrency,
             ),
             hnsw=HNSWOptions(
                 ef_search=self.hnsw_ef_search,

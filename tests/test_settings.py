@@ -35,6 +35,7 @@ from app.settings import Settings
         ("ENGRAM_HNSW_EF_SEARCH", "0"),
         ("ENGRAM_HNSW_EF_SEARCH_FILTERED", "5000"),
         ("ENGRAM_HNSW_ITERATIVE_SCAN", "sideways"),
+        ("ENGRAM_CUSTOM_PLAN_IO_CONCURRENCY", "1001"),
         ("ENGRAM_API_KEYS", "clé-SuperSecret123"),  # a header could never carry it
     ],
 )
@@ -175,3 +176,10 @@ def test_every_limit_is_a_setting_with_the_contracts_default(monkeypatch: pytest
     assert Settings().limits == DEFAULT_LIMITS
     monkeypatch.setenv("ENGRAM_MAX_TAGS", "3")
     assert Settings().limits == replace(DEFAULT_LIMITS, max_tags=3)
+
+
+def test_read_ahead_of_the_pool_that_plans_per_value_is_a_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ENGRAM_CUSTOM_PLAN_IO_CONCURRENCY", raising=False)
+    assert Settings().engine_options.pool.custom_plan_io_concurrency == 0
+    monkeypatch.setenv("ENGRAM_CUSTOM_PLAN_IO_CONCURRENCY", "16")
+    assert Settings().engine_options.pool.custom_plan_io_concurrency == 16

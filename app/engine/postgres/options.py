@@ -29,12 +29,11 @@ class PoolOptions:
     parallel_workers: int = 0  # docs/tuning.md#parallel-workers
     """max_parallel_workers_per_gather on every pooled connection: 0, no statement plans parallel
     workers, which fought the other half of a hybrid and the service's other requests for the cores."""
-    custom_plan_io_concurrency: int | None = 0  # docs/tuning.md#read-ahead-under-a-filter
+    custom_plan_io_concurrency: int = 0  # docs/tuning.md#read-ahead-under-a-filter
     """effective_io_concurrency on the pool that plans each statement for its values (filtered
-    rankings, lists, writes); None keeps the server's. 0: such a statement reads its few scattered
-    pages itself instead of queueing them for PostgreSQL 18's I/O workers, which wait for the cores
-    the other half of a filtered hybrid is using. The generic pool (unfiltered rankings) keeps the
-    server's read-ahead."""
+    rankings, lists, writes). 0: such a statement reads its few scattered pages itself instead of
+    queueing them for PostgreSQL 18's I/O workers, which wait for the cores the other half of a
+    filtered hybrid is using. The generic pool (unfiltered rankings) keeps the server's read-ahead."""
 
 
 @dataclass(frozen=True)

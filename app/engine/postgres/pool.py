@@ -45,7 +45,7 @@ def connection_settings(pool: PoolOptions, hnsw: HNSWOptions, *, generic_plan: b
         "hnsw.ef_search": str(hnsw.ef_search),
         "hnsw.iterative_scan": hnsw.iterative_scan,
     }
-    if not generic_plan and pool.custom_plan_io_concurrency is not None:
+    if not generic_plan:
         settings["effective_io_concurrency"] = str(pool.custom_plan_io_concurrency)
     return settings
 

@@ -4,6 +4,7 @@ connections the server closed are replaced."""
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from typing import Any
 
 import asyncpg
@@ -145,7 +146,7 @@ async def test_pooled_connections_plan_no_parallel_workers(pg_engine: PostgresEn
 
 
 async def test_only_the_pool_that_plans_per_value_reads_without_read_ahead(
-    pg_engine: PostgresEngine, database_url: str
+    pg_engine: PostgresEngine, database_url: str, embedder: Any
 ) -> None:
     """Filtered statements read their scattered pages themselves; unfiltered rankings keep the
     server's read-ahead (docs/tuning.md#read-ahead-under-a-filter)."""
@@ -159,3 +160,10 @@ async def test_only_the_pool_that_plans_per_value_reads_without_read_ahead(
     custom = await pg_engine.run(Statement.bind(setting, {}))
     generic = await pg_engine.run(Statement.bind(setting, {}, generic_plan=True))
     assert (custom[0]["value"], generic[0]["value"]) == ("0", server_default)
+    # ENGRAM_CUSTOM_PLAN_IO_CONCURRENCY gives read-ahead back to that pool, for storage that needs it.
+    options = EngineOptions(pool=replace(ONE_CONNECTION, custom_plan_io_concurrency=7))
+    engine = await PostgresEngine.connect(database_url, embedder, options=options)
+    try:
+        assert (await engine.run(Statement.bind(setting, {})))[0]["value"] == "7"
+    finally:
+        await engine.close()
