@@ -16,7 +16,7 @@ IterativeScan = Literal["relaxed_order", "strict_order", "off"]
 
 @dataclass(frozen=True)
 class PoolOptions:
-    """The engine's two asyncpg pools (one plans per value, one reuses generic plans), each alike."""
+    """The engine's two asyncpg pools (one plans per value, one reuses generic plans), alike but for read-ahead."""
 
     size: int = 10  # docs/tuning.md#processes-and-pooled-connections
     """Connections each pool keeps open once opened."""
