@@ -92,8 +92,12 @@ def main(argv: list[str] | None = None) -> int:
     if any(n < 200 for n in sizes) or queries < 20:
         parser.error("--n must be at least 200 and --queries at least 20")
     if args.publish is not None:
-        for kept in runs.publish(args.publish, args.out, default_embedder()):
-            say(f"kept {kept}")
+        try:
+            kept = runs.publish(args.publish, args.out, default_embedder())
+        except (OSError, ValueError, KeyError) as error:
+            parser.error(f"--publish {args.publish}: {error}")
+        for path in kept:
+            say(f"kept {path}")
     if args.report_only or args.publish is not None:
         write_report(runs.latest(args.out), args.out / "RESULTS.md", args.out / "latency.png")
         return 0

@@ -12,6 +12,7 @@ import pytest
 
 from app.engine.context import without_roles
 from bench import runs
+from bench.__main__ import main as bench_main
 from bench.corpus import build_corpus
 from bench.equal_recall import breadth_for
 from bench.report import (
@@ -268,6 +269,11 @@ def test_a_smoke_run_is_never_published(tmp_path: Path) -> None:
     runs.write_run(made, smoke)
     with pytest.raises(ValueError, match="not published"):
         runs.publish(made, tmp_path, "bge-small")
+    # From the command line: one line naming the run, no traceback, nothing kept.
+    for asked in (made, tmp_path / "no-such-run.json"):
+        with pytest.raises(SystemExit) as stopped:
+            bench_main(["--publish", str(asked), "--out", str(tmp_path)])
+        assert stopped.value.code == 2
     assert not (tmp_path / runs.PUBLISHED).exists()
 
 
