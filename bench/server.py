@@ -48,8 +48,10 @@ class Database:
 
 @contextmanager
 def embedded_postgres(directory: Path) -> Iterator[Database]:
-    """A PostgreSQL of its own in ``directory``, set up as the service sets up its embedded one; stopped on exit."""
-    base_url, server = start_embedded(directory)
+    """A PostgreSQL of its own in ``directory``, set up as the service sets up its embedded one (its shared
+    buffers as the run's ``ENGRAM_EMBEDDED_SHARED_BUFFERS`` says, default auto); stopped on exit."""
+    shared_buffers = SERVICE_SETTINGS.get("ENGRAM_EMBEDDED_SHARED_BUFFERS", "auto")
+    base_url, server = start_embedded(directory, shared_buffers=shared_buffers)
     try:
         yield Database(server=server, base_url=base_url)
     finally:

@@ -46,3 +46,11 @@ def test_service_env_refuses_what_the_bench_decides_and_what_is_not_a_setting(
     with pytest.raises(SystemExit) as exit_:
         bench_main.main(["--service-env", given_setting, "--report-only"])
     assert exit_.value.code == 2 and given == {}
+
+
+def test_the_runs_embedded_server_takes_the_shared_buffers_a_run_gives_its_services(
+    given: dict[str, str], tmp_path: Path
+) -> None:
+    given["ENGRAM_EMBEDDED_SHARED_BUFFERS"] = "144MB"  # the bench starts the server the service would have started
+    with server.embedded_postgres(tmp_path / "pg") as database:
+        assert database.setting("shared_buffers") == "144MB"
