@@ -62,8 +62,8 @@ class Settings(BaseSettings):
     # writes): docs/tuning.md#read-ahead-under-a-filter.
     custom_plan_io_concurrency: int = Field(default=PoolOptions.custom_plan_io_concurrency, ge=0, le=1_000)
     text_search_config: str = "english"
-    # The embedded server's shared_buffers: auto (a quarter of the machine's memory, 128 MB to 2 GB) or a
-    # size such as 512MB. Read when the embedded server starts (app/engine/postgres/embedded.py).
+    # The embedded server's shared_buffers: auto (a quarter of the machine's or its container's memory, at least
+    # 128 MB) or a size such as 512MB. Read when the embedded server starts (app/engine/postgres/embedded.py).
     embedded_shared_buffers: str = "auto"
 
     # Embeddings (docs/search-quality.md): which encoder, and what it needs.

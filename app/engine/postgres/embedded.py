@@ -22,22 +22,37 @@ _MB = 1024 * 1024
 
 
 def auto_shared_buffers(memory_bytes: int | None) -> str:
-    """A quarter of the machine's memory (PostgreSQL's advice for a dedicated server), 128 MB to 2 GB.
+    """A quarter of the machine's memory (PostgreSQL's advice for a dedicated server), at least 128 MB.
 
     PostgreSQL's own default, 128 MB, is below one 100k-item memory (~400 MB with its
-    indexes), and filtered searches slow down once it no longer fits
+    indexes), and filtered searches slow down once it no longer fits; at a million items
+    a quarter of the machine holds most of the store where 2 GB held a third
     (docs/tuning.md#embedded-shared-buffers).
     """
     if not memory_bytes:
         return "128MB"
-    return f"{min(max(memory_bytes // 4 // _MB, 128), 2048)}MB"
+    return f"{max(memory_bytes // 4 // _MB, 128)}MB"
 
 
-def machine_memory() -> int | None:
+# Where a container's memory limit is read: cgroup v2, then v1 (unlimited reads as a huge number or "max").
+CGROUP_LIMITS = (Path("/sys/fs/cgroup/memory.max"), Path("/sys/fs/cgroup/memory/memory.limit_in_bytes"))
+
+
+def machine_memory(cgroup_limits: tuple[Path, ...] = CGROUP_LIMITS) -> int | None:
+    """The memory this process may use: the machine's, or its container's limit where that is lower
+    (a container sees the host's memory in sysconf, and a quarter of the host's could exceed its limit)."""
     try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (AttributeError, ValueError, OSError):
         return None
+    for path in cgroup_limits:
+        try:
+            limit = path.read_text().strip()
+        except OSError:
+            continue
+        if limit.isdigit():
+            return min(memory, int(limit))
+    return memory
 
 
 def shared_buffers_for(setting: str) -> str:

@@ -19,6 +19,7 @@ from app.engine.postgres.embedded import (
     SETTINGS_FILE,
     auto_shared_buffers,
     forget_dead_handles,
+    machine_memory,
     shared_buffers_for,
     start_embedded,
 )
@@ -34,11 +35,26 @@ def _shared_buffers(server: Any) -> str:
     return lines[2]  # under the heading and its rule
 
 
-def test_auto_is_a_quarter_of_memory_between_128_mb_and_2_gb() -> None:
+def test_auto_is_a_quarter_of_memory_and_at_least_128_mb() -> None:
     assert auto_shared_buffers(4 * GB) == "1024MB"
-    assert auto_shared_buffers(24 * GB) == "2048MB"
+    assert auto_shared_buffers(24 * GB) == "6144MB"  # a million items' store mostly held, not a third of it
     assert auto_shared_buffers(256 * 1024**2) == "128MB"
     assert auto_shared_buffers(None) == "128MB"
+
+
+def test_memory_is_the_containers_limit_where_that_is_lower(tmp_path: Path) -> None:
+    machine = machine_memory(())
+    assert machine and machine > GB
+    v2, v1 = tmp_path / "memory.max", tmp_path / "memory.limit_in_bytes"
+    v2.write_text(f"{GB}\n")
+    assert machine_memory((v2, v1)) == GB
+    v2.write_text("max\n")  # no limit in cgroup v2
+    assert machine_memory((v2, v1)) == machine
+    v1.write_text("9223372036854771712\n")  # no limit in cgroup v1
+    assert machine_memory((v2, v1)) == machine
+    v1.write_text(f"{2 * GB}\n")
+    assert machine_memory((v2, v1)) == 2 * GB
+    assert machine_memory((tmp_path / "absent",)) == machine
 
 
 @pytest.mark.parametrize("value", ["512MB", "2GB", "64MB"])
