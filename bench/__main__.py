@@ -67,8 +67,8 @@ def main(argv: list[str] | None = None) -> int:
         "--publish",
         type=Path,
         metavar="RUN",
-        help="measure nothing: keep RUN (a file under runs/) in the tree's results/, each size with its query "
-        "plans, then redraw RESULTS.md",
+        help="measure nothing: keep RUN (a file under runs/) in the tree's results/, each size (or each --n) with "
+        "its query plans, then redraw RESULTS.md",
     )
     args = parser.parse_args(argv)
     from bench.server import OWN_SETTINGS, SERVICE_SETTINGS
@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--n must be at least 200 and --queries at least 20")
     if args.publish is not None:
         try:
-            kept = runs.publish(args.publish, args.out, default_embedder())
+            kept = runs.publish(args.publish, args.out, default_embedder(), args.n)
         except (OSError, ValueError, KeyError) as error:
             parser.error(f"--publish {args.publish}: {error}")
         for path in kept:

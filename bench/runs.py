@@ -39,15 +39,22 @@ def run_record(command: str, started_at: str, *, quick: bool, results: list[dict
     return {"command": command, "started_at": started_at, "quick": quick, "results": results}
 
 
-def publish(run: Path, out: Path, default_embedder: str) -> list[Path]:
-    """Keep a full run in the tree: each of its sizes as ``results/n<N>[-<embedder>].json`` (no suffix
-    for the service's default embedder), its query plans beside it in ``-plans.txt``, a section a case.
-    A smoke run or another harness's run is refused: RESULTS.md never draws from them."""
+def publish(run: Path, out: Path, default_embedder: str, sizes: list[int] | None = None) -> list[Path]:
+    """Keep a full run in the tree: each of its sizes (or those of ``sizes``) as
+    ``results/n<N>[-<embedder>].json`` (no suffix for the service's default embedder), its query plans
+    beside it in ``-plans.txt``, a section a case. A smoke run or another harness's run is refused:
+    RESULTS.md never draws from them."""
     record = json.loads(run.read_text())
     if record.get("quick") or "kind" in record:
         raise ValueError(f"{run.name} is a smoke run or another harness's: not published")
+    measured = [result["n"] for result in record["results"]]
+    missing = sorted(set(sizes or ()) - set(measured))
+    if missing:
+        raise ValueError(f"{run.name} measured N = {', '.join(map(str, measured))}, not {', '.join(map(str, missing))}")
     written = []
     for result in record["results"]:
+        if sizes and result["n"] not in sizes:
+            continue
         kept = dict(result)
         plans: dict[str, str] = kept.pop("plans", {})
         setting = kept["embedder"]["setting"]

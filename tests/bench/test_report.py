@@ -262,6 +262,25 @@ def test_a_published_run_is_kept_size_by_size_with_its_plans_beside_and_drawn_fr
     assert sorted(r["source"] for r in runs.latest(tmp_path)) == ["results/n100-wordllama.json", "results/n1000.json"]
 
 
+def test_a_run_may_be_published_for_some_of_its_sizes_and_only_for_sizes_it_measured(tmp_path: Path) -> None:
+    record = runs.run_record("python -m bench --n 100 --n 1000", "2026-12-07T01:00:00Z", quick=False, results=[])
+    record["results"] = [sized(n, "wordllama", "2026-12-07T01:00:00Z") for n in (100, 1_000)]
+    made = tmp_path / runs.RUNS / "2026-12-07T010000Z-n100-n1000-wordllama.json"
+    runs.write_run(made, record)
+    with pytest.raises(ValueError, match="measured N = 100, 1000, not 500"):
+        runs.publish(made, tmp_path, "bge-small", [500, 1_000])
+    with pytest.raises(SystemExit) as stopped:  # the command line's --n is what is published
+        bench_main(["--publish", str(made), "--n", "500", "--out", str(tmp_path)])
+    assert stopped.value.code == 2 and not (tmp_path / runs.PUBLISHED).exists()
+
+    runs.publish(made, tmp_path, "bge-small", [1_000])
+
+    assert sorted(path.name for path in (tmp_path / runs.PUBLISHED).iterdir()) == [
+        "n1000-wordllama-plans.txt",
+        "n1000-wordllama.json",
+    ]
+
+
 def test_a_smoke_run_is_never_published(tmp_path: Path) -> None:
     smoke = runs.run_record("python -m bench --quick", "2026-12-07T01:00:00Z", quick=True, results=[])
     smoke["results"] = [sized(500, "wordllama", "2026-12-07T01:00:01Z")]
