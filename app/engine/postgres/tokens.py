@@ -107,8 +107,16 @@ class TokenWriter:
             else:
                 wait = self._poll_s
             if made == 0:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), timeout=wait)
+                await _within(self._wake, wait)
+
+
+async def _within(event: asyncio.Event, seconds: float) -> None:
+    """Until ``event`` is set or ``seconds`` have passed. ``asyncio.timeout``, not ``wait_for``: on Python
+    3.11 a cancel that came as the event was set was lost (wait_for returned), the task ran on, and a
+    stop waited for it for ever."""
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(seconds):
+            await event.wait()
 
 
 def own_words(text: str) -> str:

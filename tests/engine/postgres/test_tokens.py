@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -14,6 +16,7 @@ from app.embeddings.protocol import Embedder
 from app.engine.interaction import rescored
 from app.engine.postgres.engine import PostgresEngine
 from app.engine.postgres.options import EngineOptions, IndexerOptions, LateOptions, PoolOptions
+from app.engine.postgres.tokens import TokenWriter
 from app.settings import Settings
 from tests.engine.postgres.support import learning
 
@@ -158,6 +161,25 @@ async def test_vector_fetches_keep_the_cosine_order_when_told_to(
             assert await engine.fetch(request) == await pg_engine.fetch(request)
         hybrid = FetchRequest(query=QUESTION, mode="hybrid", limit=12)
         assert await engine.fetch(hybrid) != await pg_engine.fetch(hybrid)
+
+
+async def test_a_writer_stops_when_told_to_the_moment_a_write_wakes_it(
+    late_engine: PostgresEngine, late: LateInteraction
+) -> None:
+    writer = TokenWriter(late_engine.connection, late, poll_s=60)
+    before = asyncio.all_tasks()
+    writer.start()
+    (task,) = asyncio.all_tasks() - before
+    await asyncio.sleep(0.2)  # nothing to make: it waits for a write
+    writer.wrote()
+    stopping = asyncio.ensure_future(writer.stop())
+    await asyncio.wait([stopping], timeout=10)  # not cancelled when the time is up, unlike wait_for
+    try:
+        assert task.done()  # the stop was not lost in the wake
+    finally:
+        stopping.cancel()  # should it be waiting still: a second cancel reaches the task
+        with contextlib.suppress(asyncio.CancelledError):
+            await stopping
 
 
 def test_it_is_on_with_the_default_encoder_and_off_with_the_others_unless_settings_say() -> None:
