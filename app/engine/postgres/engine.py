@@ -9,6 +9,7 @@ connection. SQLAlchemy serves alembic's migrations only (schema.py).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import secrets
@@ -394,8 +395,18 @@ class PostgresEngine:
 
         The encoder is the costly part of a write, so each new item is embedded once: repeats in
         the batch and items already held are set aside first, and the vectors are made before the
-        transaction, which then holds its ids' locks only as long as the insert takes.
+        transaction, which then holds its ids' locks only as long as the insert takes. The token writer
+        waits meanwhile (TokenWriter.writing).
         """
+        with self._tokens.writing() if self._tokens is not None else contextlib.nullcontext():
+            return await self._commit_new(checked, given, stored)
+
+    async def _commit_new(
+        self,
+        checked: list[StoredItem],
+        given: dict[int, np.ndarray] | None,
+        stored: list[datetime | None] | None,
+    ) -> tuple[list[StoreReceipt], int | None]:
         texts = [item.render_text() for item in checked]
         rows = [item_row(item, text) for item, text in zip(checked, texts, strict=True)]
         if stored is not None:

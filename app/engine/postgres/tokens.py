@@ -4,8 +4,10 @@ A write is acknowledged once its dense vector is queued: the token vectors cost 
 pass a text, which a store does not wait for (docs/decisions/2026-12-05-late-interaction-after-
 acknowledgement.md). This writer reads the items that have none of its model yet, oldest first,
 encodes their words (role prefixes left out) in the encoder's lanes, at the lowest CPU priority,
-and stores them. A read whose first hits lack them makes those itself, so that its order never
-depends on how far the writer has come, and hands them over (``made``) to be stored first.
+and stores them, each step once this process's writes pause (``writing``): a bulk load's encoder
+runs and index moves keep the cores to themselves. A read whose first hits lack them makes those
+itself, so that its order never depends on how far the writer has come, and hands them over
+(``made``) to be stored first.
 """
 
 from __future__ import annotations
@@ -13,7 +15,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Mapping
+import time
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractAsyncContextManager
 
 import anyio.to_thread
@@ -37,15 +40,34 @@ STEP = 16
 POLL_S = 5.0
 # A failing writer retries after this long, or as soon as a write commits.
 RETRY_S = 5.0
+# A step waits until this process has had no write under way for this long: a bulk load's batches,
+# a few ms apart, keep the cores for their encoder runs and the index (docs/tuning.md#token-writer-after-writes).
+QUIET_S = 0.05
+# Nor longer than this: under writes that never pause, a step still runs this often.
+LONGEST_WAIT_S = 5.0
 
 
 class TokenWriter:
     """Makes and stores the token vectors the items lack, in the background once started."""
 
-    def __init__(self, acquire: Acquire, encoder: LateInteraction, *, poll_s: float = POLL_S) -> None:
+    def __init__(
+        self,
+        acquire: Acquire,
+        encoder: LateInteraction,
+        *,
+        poll_s: float = POLL_S,
+        quiet_s: float = QUIET_S,
+        longest_wait_s: float = LONGEST_WAIT_S,
+    ) -> None:
         self._acquire = acquire
         self._encoder = encoder
         self._poll_s = poll_s
+        self._quiet_s = quiet_s
+        self._longest_wait_s = longest_wait_s
+        self._writes = 0  # this process's writes under way
+        self._last_write = 0.0  # when the last of them ended (time.monotonic)
+        self._no_writes = asyncio.Event()
+        self._no_writes.set()
         self._after = 0  # the highest seq the oldest-first walk has passed
         self._made: dict[str, bytes] = {}  # made by reads, stored by the next step
         self._wake = asyncio.Event()
@@ -62,6 +84,30 @@ class TokenWriter:
     def wrote(self) -> None:
         """A write committed: there is something to make."""
         self._wake.set()
+
+    @contextlib.contextmanager
+    def writing(self) -> Iterator[None]:
+        """Around a write, from its encoder run to its commit: the next step waits for writes to pause."""
+        self._writes += 1
+        self._no_writes.clear()
+        try:
+            yield
+        finally:
+            self._writes -= 1
+            self._last_write = time.monotonic()
+            if not self._writes:
+                self._no_writes.set()
+
+    async def after_writes(self) -> None:
+        """Until no write has been under way for ``quiet_s``, or ``longest_wait_s`` have passed."""
+        deadline = time.monotonic() + self._longest_wait_s
+        while (now := time.monotonic()) < deadline:
+            if self._writes:
+                await _within(self._no_writes, deadline - now)
+            elif (pause := self._last_write + self._quiet_s - now) > 0:
+                await asyncio.sleep(min(pause, deadline - now))
+            else:
+                return
 
     def made(self, stored: Mapping[str, bytes]) -> None:
         """Token vectors a read made (``packed``) for items that lacked them: stored by the next step."""
@@ -99,6 +145,8 @@ class TokenWriter:
     async def _run(self) -> None:
         while True:
             self._wake.clear()  # before the step: a write during it wakes the next wait
+            if not self._made:  # what reads made is stored at once: no encoder run
+                await self.after_writes()
             try:
                 made = await self.step()
             except Exception as error:  # logged, retried: the items keep being found by their place

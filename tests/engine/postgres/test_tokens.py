@@ -13,6 +13,7 @@ import pytest
 from app.contract.requests import FetchRequest, ForgetByIds, Hit
 from app.embeddings.late import LateInteraction, maxsim, packed, unpacked
 from app.embeddings.protocol import Embedder
+from app.embeddings.wrapped import WrappedEmbedder
 from app.engine.interaction import rescored
 from app.engine.postgres.engine import PostgresEngine
 from app.engine.postgres.options import EngineOptions, IndexerOptions, LateOptions, PoolOptions
@@ -163,6 +164,47 @@ async def test_vector_fetches_keep_the_cosine_order_when_told_to(
         assert await engine.fetch(hybrid) != await pg_engine.fetch(hybrid)
 
 
+async def until_made(engine: PostgresEngine, least: int, within_s: float = 30.0) -> None:
+    """Wait for at least ``least`` items to have token vectors."""
+    for _ in range(int(within_s / 0.02)):
+        if len(await token_rows(engine)) >= least:
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"{least} items did not get token vectors within {within_s} s")
+
+
+async def test_the_writer_makes_nothing_while_writes_are_under_way_and_makes_all_once_they_pause(
+    late_engine: PostgresEngine, late: LateInteraction
+) -> None:
+    await late_engine.store_many([learning(text) for text in TEXTS])
+    writer = TokenWriter(late_engine.connection, late, poll_s=0.05, quiet_s=0.2, longest_wait_s=60)
+    try:
+        with writer.writing():
+            writer.start()
+            with writer.writing():  # two at once: the writer waits for both
+                await asyncio.sleep(0.3)
+            await asyncio.sleep(0.4)
+            assert await token_rows(late_engine) == {}
+        await asyncio.sleep(0.1)  # ended, but not yet quiet for 0.2 s
+        assert await token_rows(late_engine) == {}
+        await until_made(late_engine, len(TEXTS))
+    finally:
+        await writer.stop()
+
+
+async def test_under_writes_that_never_pause_a_step_still_runs_once_its_wait_is_over(
+    late_engine: PostgresEngine, late: LateInteraction
+) -> None:
+    await late_engine.store_many([learning(text) for text in TEXTS])
+    writer = TokenWriter(late_engine.connection, late, poll_s=0.05, quiet_s=0.2, longest_wait_s=0.5)
+    try:
+        with writer.writing():
+            writer.start()
+            await until_made(late_engine, 1)
+    finally:
+        await writer.stop()
+
+
 async def test_a_writer_stops_when_told_to_the_moment_a_write_wakes_it(
     late_engine: PostgresEngine, late: LateInteraction
 ) -> None:
@@ -180,6 +222,41 @@ async def test_a_writer_stops_when_told_to_the_moment_a_write_wakes_it(
         stopping.cancel()  # should it be waiting still: a second cancel reaches the task
         with contextlib.suppress(asyncio.CancelledError):
             await stopping
+
+
+class Watching(WrappedEmbedder):
+    """The engine's embedder, which notes whether its token writer would step while a write embeds."""
+
+    def __init__(self, inner: Embedder) -> None:
+        super().__init__(inner)
+        self.engine: PostgresEngine | None = None
+        self.writer_would_step: list[bool] = []
+
+    async def embed(self, texts: list[str]) -> np.ndarray:
+        assert self.engine is not None and self.engine._tokens is not None
+        try:
+            await asyncio.wait_for(self.engine._tokens.after_writes(), timeout=0.2)
+        except TimeoutError:
+            self.writer_would_step.append(False)
+        else:
+            self.writer_would_step.append(True)
+        return await self.inner.embed(texts)
+
+    async def embed_queries(self, texts: list[str]) -> np.ndarray:
+        return await self.inner.embed_queries(texts)
+
+
+async def test_a_write_holds_the_writer_back_from_its_encoder_run_to_its_commit(
+    pg_engine: PostgresEngine, database_url: str, embedder: Embedder, late: LateInteraction
+) -> None:
+    watching = Watching(embedder)
+    async with late_engine_with(database_url, watching, late, LateOptions()) as engine:
+        watching.engine = engine
+        await engine.store_many([learning(TEXTS[0])])
+        await engine.store(learning(TEXTS[1]))  # one store, through the combiner
+        assert watching.writer_would_step == [False, False]
+        assert engine._tokens is not None
+        await asyncio.wait_for(engine._tokens.after_writes(), timeout=5)  # quiet again once they are done
 
 
 def test_it_is_on_with_the_default_encoder_and_off_with_the_others_unless_settings_say() -> None:
