@@ -395,8 +395,8 @@ class PostgresEngine:
 
         The encoder is the costly part of a write, so each new item is embedded once: repeats in
         the batch and items already held are set aside first, and the vectors are made before the
-        transaction, which then holds its ids' locks only as long as the insert takes. The token writer
-        waits meanwhile (TokenWriter.writing).
+        transaction, which then holds its ids' locks only as long as the insert takes. Counted as under
+        way for the token writer, which waits while writes keep the process busy (TokenWriter.writing).
         """
         with self._tokens.writing() if self._tokens is not None else contextlib.nullcontext():
             return await self._commit_new(checked, given, stored)

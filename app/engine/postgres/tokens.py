@@ -4,7 +4,7 @@ A write is acknowledged once its dense vector is queued: the token vectors cost 
 pass a text, which a store does not wait for (docs/decisions/2026-12-05-late-interaction-after-
 acknowledgement.md). This writer reads the items that have none of its model yet, oldest first,
 encodes their words (role prefixes left out) in the encoder's lanes, at the lowest CPU priority,
-and stores them, each step once this process's writes pause (``writing``): a bulk load's encoder
+and stores them, each step once this process's writes ease (``writing``): a bulk load's encoder
 runs and index moves keep the cores to themselves. A read whose first hits lack them makes those
 itself, so that its order never depends on how far the writer has come, and hands them over
 (``made``) to be stored first.
@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractAsyncContextManager
 
@@ -40,10 +41,14 @@ STEP = 16
 POLL_S = 5.0
 # A failing writer retries after this long, or as soon as a write commits.
 RETRY_S = 5.0
-# A step waits until this process has had no write under way for this long: a bulk load's batches,
-# a few ms apart, keep the cores for their encoder runs and the index (docs/tuning.md#token-writer-after-writes).
-QUIET_S = 0.05
-# Nor longer than this: under writes that never pause, a step still runs this often.
+# A step waits while this process has had a write under way for at least this share of the last
+# BUSY_WINDOW_S: a bulk load keeps the cores for its encoder runs and the index, a trickle of writes
+# does not hold the writer back (docs/tuning.md#token-writer-after-writes).
+BUSY_SHARE = 0.5
+BUSY_WINDOW_S = 1.0
+# How often a waiting step looks again.
+RECHECK_S = 0.05
+# Nor longer than this: under writes that never ease, a step still runs this often.
 LONGEST_WAIT_S = 5.0
 
 
@@ -56,18 +61,13 @@ class TokenWriter:
         encoder: LateInteraction,
         *,
         poll_s: float = POLL_S,
-        quiet_s: float = QUIET_S,
         longest_wait_s: float = LONGEST_WAIT_S,
     ) -> None:
         self._acquire = acquire
         self._encoder = encoder
         self._poll_s = poll_s
-        self._quiet_s = quiet_s
         self._longest_wait_s = longest_wait_s
-        self._writes = 0  # this process's writes under way
-        self._last_write = 0.0  # when the last of them ended (time.monotonic)
-        self._no_writes = asyncio.Event()
-        self._no_writes.set()
+        self._writes = WriteLoad(BUSY_WINDOW_S)
         self._after = 0  # the highest seq the oldest-first walk has passed
         self._made: dict[str, bytes] = {}  # made by reads, stored by the next step
         self._wake = asyncio.Event()
@@ -85,29 +85,23 @@ class TokenWriter:
         """A write committed: there is something to make."""
         self._wake.set()
 
-    @contextlib.contextmanager
-    def writing(self) -> Iterator[None]:
-        """Around a write, from its encoder run to its commit: the next step waits for writes to pause."""
-        self._writes += 1
-        self._no_writes.clear()
-        try:
-            yield
-        finally:
-            self._writes -= 1
-            self._last_write = time.monotonic()
-            if not self._writes:
-                self._no_writes.set()
+    def writing(self) -> contextlib.AbstractContextManager[None]:
+        """Around a write, from its encoder run to its commit: counted in the load ``after_writes`` waits out."""
+        return self._writes.writing()
+
+    def busy_share(self) -> float:
+        """The share of the last ``BUSY_WINDOW_S`` this process had a write under way."""
+        return self._writes.share()
 
     async def after_writes(self) -> None:
-        """Until no write has been under way for ``quiet_s``, or ``longest_wait_s`` have passed."""
+        """Until writes have been under way for less than ``BUSY_SHARE`` of the last ``BUSY_WINDOW_S``, or
+        ``longest_wait_s`` have passed."""
         deadline = time.monotonic() + self._longest_wait_s
-        while (now := time.monotonic()) < deadline:
-            if self._writes:
-                await _within(self._no_writes, deadline - now)
-            elif (pause := self._last_write + self._quiet_s - now) > 0:
-                await asyncio.sleep(min(pause, deadline - now))
-            else:
+        while True:  # the share falls as time passes: nothing to wait on but the clock
+            now = time.monotonic()
+            if now >= deadline or self._writes.share(now) < BUSY_SHARE:
                 return
+            await asyncio.sleep(min(RECHECK_S, deadline - now))
 
     def made(self, stored: Mapping[str, bytes]) -> None:
         """Token vectors a read made (``packed``) for items that lacked them: stored by the next step."""
@@ -156,6 +150,38 @@ class TokenWriter:
                 wait = self._poll_s
             if made == 0:
                 await _within(self._wake, wait)
+
+
+class WriteLoad:
+    """How much of the last ``window_s`` a write was under way (several at once count once)."""
+
+    def __init__(self, window_s: float) -> None:
+        self._window_s = window_s
+        self._under_way = 0
+        self._since = 0.0  # when the writes under way began (time.monotonic)
+        self._spans: deque[tuple[float, float]] = deque()  # earlier busy spans, oldest first
+
+    @contextlib.contextmanager
+    def writing(self) -> Iterator[None]:
+        if not self._under_way:
+            self._since = time.monotonic()
+        self._under_way += 1
+        try:
+            yield
+        finally:
+            self._under_way -= 1
+            if not self._under_way:
+                self._spans.append((self._since, time.monotonic()))
+
+    def share(self, now: float | None = None) -> float:
+        now = time.monotonic() if now is None else now
+        start = now - self._window_s
+        while self._spans and self._spans[0][1] <= start:
+            self._spans.popleft()
+        busy = sum(end - max(began, start) for began, end in self._spans)
+        if self._under_way:
+            busy += now - max(self._since, start)
+        return busy / self._window_s
 
 
 async def _within(event: asyncio.Event, seconds: float) -> None:

@@ -173,32 +173,60 @@ async def until_made(engine: PostgresEngine, least: int, within_s: float = 30.0)
     raise AssertionError(f"{least} items did not get token vectors within {within_s} s")
 
 
-async def test_the_writer_makes_nothing_while_writes_are_under_way_and_makes_all_once_they_pause(
+async def test_the_writer_makes_nothing_while_writes_keep_the_process_busy_and_all_once_they_ease(
     late_engine: PostgresEngine, late: LateInteraction
 ) -> None:
     await late_engine.store_many([learning(text) for text in TEXTS])
-    writer = TokenWriter(late_engine.connection, late, poll_s=0.05, quiet_s=0.2, longest_wait_s=60)
+    writer = TokenWriter(late_engine.connection, late, poll_s=0.05, longest_wait_s=60)
     try:
         with writer.writing():
+            await asyncio.sleep(0.6)  # under way for more than half of the last second
             writer.start()
-            with writer.writing():  # two at once: the writer waits for both
+            with writer.writing():  # two at once count once
                 await asyncio.sleep(0.3)
-            await asyncio.sleep(0.4)
+            await asyncio.sleep(0.3)
+            assert writer.busy_share() == pytest.approx(1.0, abs=0.05)
             assert await token_rows(late_engine) == {}
-        await asyncio.sleep(0.1)  # ended, but not yet quiet for 0.2 s
+        await asyncio.sleep(0.2)  # ended, but under way for most of the last second still
         assert await token_rows(late_engine) == {}
         await until_made(late_engine, len(TEXTS))
+        assert writer.busy_share() < 0.5
     finally:
         await writer.stop()
 
 
-async def test_under_writes_that_never_pause_a_step_still_runs_once_its_wait_is_over(
+async def test_a_trickle_of_writes_does_not_hold_the_writer_back(
     late_engine: PostgresEngine, late: LateInteraction
 ) -> None:
     await late_engine.store_many([learning(text) for text in TEXTS])
-    writer = TokenWriter(late_engine.connection, late, poll_s=0.05, quiet_s=0.2, longest_wait_s=0.5)
+    writer = TokenWriter(late_engine.connection, late, poll_s=0.05, longest_wait_s=60)
+
+    async def trickle() -> None:
+        for _ in range(10_000):  # a write under way a quarter of the time, never 30 ms apart; cancelled
+            with writer.writing():
+                await asyncio.sleep(0.01)
+            await asyncio.sleep(0.03)
+
+    writes = asyncio.create_task(trickle())
+    writer.start()
+    try:
+        await until_made(late_engine, len(TEXTS))
+        assert not writes.done()  # made while the writes went on
+    finally:
+        writes.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await writes
+        await writer.stop()
+
+
+async def test_under_writes_that_never_ease_a_step_still_runs_once_its_wait_is_over(
+    late_engine: PostgresEngine, late: LateInteraction
+) -> None:
+    await late_engine.store_many([learning(text) for text in TEXTS])
+    writer = TokenWriter(late_engine.connection, late, poll_s=0.05, longest_wait_s=0.5)
     try:
         with writer.writing():
+            await asyncio.sleep(0.6)
             writer.start()
             await until_made(late_engine, 1)
     finally:
@@ -224,39 +252,27 @@ async def test_a_writer_stops_when_told_to_the_moment_a_write_wakes_it(
             await stopping
 
 
-class Watching(WrappedEmbedder):
-    """The engine's embedder, which notes whether its token writer would step while a write embeds."""
-
-    def __init__(self, inner: Embedder) -> None:
-        super().__init__(inner)
-        self.engine: PostgresEngine | None = None
-        self.writer_would_step: list[bool] = []
+class Slow(WrappedEmbedder):
+    """The engine's embedder, 0.6 s slower a call: a write under way long enough to count."""
 
     async def embed(self, texts: list[str]) -> np.ndarray:
-        assert self.engine is not None and self.engine._tokens is not None
-        try:
-            await asyncio.wait_for(self.engine._tokens.after_writes(), timeout=0.2)
-        except TimeoutError:
-            self.writer_would_step.append(False)
-        else:
-            self.writer_would_step.append(True)
+        await asyncio.sleep(0.6)
         return await self.inner.embed(texts)
 
     async def embed_queries(self, texts: list[str]) -> np.ndarray:
         return await self.inner.embed_queries(texts)
 
 
-async def test_a_write_holds_the_writer_back_from_its_encoder_run_to_its_commit(
+async def test_a_write_counts_as_under_way_from_its_encoder_run_to_its_commit(
     pg_engine: PostgresEngine, database_url: str, embedder: Embedder, late: LateInteraction
 ) -> None:
-    watching = Watching(embedder)
-    async with late_engine_with(database_url, watching, late, LateOptions()) as engine:
-        watching.engine = engine
-        await engine.store_many([learning(TEXTS[0])])
-        await engine.store(learning(TEXTS[1]))  # one store, through the combiner
-        assert watching.writer_would_step == [False, False]
+    async with late_engine_with(database_url, Slow(embedder), late, LateOptions()) as engine:
         assert engine._tokens is not None
-        await asyncio.wait_for(engine._tokens.after_writes(), timeout=5)  # quiet again once they are done
+        await engine.store_many([learning(TEXTS[0])])
+        assert engine._tokens.busy_share() > 0.5
+        await asyncio.sleep(1.0)
+        await engine.store(learning(TEXTS[1]))  # one store, through the combiner
+        assert engine._tokens.busy_share() > 0.5
 
 
 def test_it_is_on_with_the_default_encoder_and_off_with_the_others_unless_settings_say() -> None:
