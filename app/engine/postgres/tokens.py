@@ -45,7 +45,7 @@ RETRY_S = 5.0
 # BUSY_WINDOW_S: a bulk load keeps the cores for its encoder runs and the index, a trickle of writes
 # does not hold the writer back (docs/tuning.md#token-writer-after-writes).
 BUSY_SHARE = 0.5
-BUSY_WINDOW_S = 1.0
+BUSY_WINDOW_S = 0.5
 # How often a waiting step looks again.
 RECHECK_S = 0.05
 # Nor longer than this: under writes that never ease, a step still runs this often.

@@ -180,14 +180,14 @@ async def test_the_writer_makes_nothing_while_writes_keep_the_process_busy_and_a
     writer = TokenWriter(late_engine.connection, late, poll_s=0.05, longest_wait_s=60)
     try:
         with writer.writing():
-            await asyncio.sleep(0.6)  # under way for more than half of the last second
+            await asyncio.sleep(0.6)  # under way for all of the last half second
             writer.start()
             with writer.writing():  # two at once count once
                 await asyncio.sleep(0.3)
             await asyncio.sleep(0.3)
             assert writer.busy_share() == pytest.approx(1.0, abs=0.05)
             assert await token_rows(late_engine) == {}
-        await asyncio.sleep(0.2)  # ended, but under way for most of the last second still
+        await asyncio.sleep(0.2)  # ended, but under way for most of the last half second still
         assert await token_rows(late_engine) == {}
         await until_made(late_engine, len(TEXTS))
         assert writer.busy_share() < 0.5
