@@ -173,12 +173,21 @@ async def until_made(engine: PostgresEngine, least: int, within_s: float = 30.0)
     raise AssertionError(f"{least} items did not get token vectors within {within_s} s")
 
 
+@asynccontextmanager
+async def writer_of(engine: PostgresEngine, late: LateInteraction, longest_wait_s: float) -> AsyncIterator[TokenWriter]:
+    """A writer of its own for ``engine``, whose items (TEXTS, stored here) lack token vectors; stopped after."""
+    await engine.store_many([learning(text) for text in TEXTS])
+    writer = TokenWriter(engine.connection, late, poll_s=0.05, longest_wait_s=longest_wait_s)
+    try:
+        yield writer
+    finally:
+        await writer.stop()
+
+
 async def test_the_writer_makes_nothing_while_writes_keep_the_process_busy_and_all_once_they_ease(
     late_engine: PostgresEngine, late: LateInteraction
 ) -> None:
-    await late_engine.store_many([learning(text) for text in TEXTS])
-    writer = TokenWriter(late_engine.connection, late, poll_s=0.05, longest_wait_s=60)
-    try:
+    async with writer_of(late_engine, late, longest_wait_s=60) as writer:
         with writer.writing():
             await asyncio.sleep(0.6)  # under way for all of the last half second
             writer.start()
@@ -191,46 +200,37 @@ async def test_the_writer_makes_nothing_while_writes_keep_the_process_busy_and_a
         assert await token_rows(late_engine) == {}
         await until_made(late_engine, len(TEXTS))
         assert writer.busy_share() < 0.5
-    finally:
-        await writer.stop()
 
 
 async def test_a_trickle_of_writes_does_not_hold_the_writer_back(
     late_engine: PostgresEngine, late: LateInteraction
 ) -> None:
-    await late_engine.store_many([learning(text) for text in TEXTS])
-    writer = TokenWriter(late_engine.connection, late, poll_s=0.05, longest_wait_s=60)
-
-    async def trickle() -> None:
+    async def trickle(writer: TokenWriter) -> None:
         for _ in range(10_000):  # a write under way a quarter of the time, never 30 ms apart; cancelled
             with writer.writing():
                 await asyncio.sleep(0.01)
             await asyncio.sleep(0.03)
 
-    writes = asyncio.create_task(trickle())
-    writer.start()
-    try:
-        await until_made(late_engine, len(TEXTS))
-        assert not writes.done()  # made while the writes went on
-    finally:
-        writes.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await writes
-        await writer.stop()
+    async with writer_of(late_engine, late, longest_wait_s=60) as writer:
+        writes = asyncio.create_task(trickle(writer))
+        writer.start()
+        try:
+            await until_made(late_engine, len(TEXTS))
+            assert not writes.done()  # made while the writes went on
+        finally:
+            writes.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await writes
 
 
 async def test_under_writes_that_never_ease_a_step_still_runs_once_its_wait_is_over(
     late_engine: PostgresEngine, late: LateInteraction
 ) -> None:
-    await late_engine.store_many([learning(text) for text in TEXTS])
-    writer = TokenWriter(late_engine.connection, late, poll_s=0.05, longest_wait_s=0.5)
-    try:
+    async with writer_of(late_engine, late, longest_wait_s=0.5) as writer:
         with writer.writing():
             await asyncio.sleep(0.6)
             writer.start()
             await until_made(late_engine, 1)
-    finally:
-        await writer.stop()
 
 
 async def test_a_writer_stops_when_told_to_the_moment_a_write_wakes_it(
