@@ -399,9 +399,9 @@ class PostgresEngine:
         way for the token writer, which waits while writes keep the process busy (TokenWriter.writing).
         """
         with self._tokens.writing() if self._tokens is not None else contextlib.nullcontext():
-            return await self._commit_new(checked, given, stored)
+            return await self._commit_batch(checked, given, stored)
 
-    async def _commit_new(
+    async def _commit_batch(
         self,
         checked: list[StoredItem],
         given: dict[int, np.ndarray] | None,

@@ -171,17 +171,22 @@ class WriteLoad:
         finally:
             self._under_way -= 1
             if not self._under_way:
-                self._spans.append((self._since, time.monotonic()))
+                now = time.monotonic()
+                self._forget_before(now - self._window_s)  # kept short with no one asking (no writer running)
+                self._spans.append((self._since, now))
 
     def share(self, now: float | None = None) -> float:
         now = time.monotonic() if now is None else now
         start = now - self._window_s
-        while self._spans and self._spans[0][1] <= start:
-            self._spans.popleft()
+        self._forget_before(start)
         busy = sum(end - max(began, start) for began, end in self._spans)
         if self._under_way:
             busy += now - max(self._since, start)
         return busy / self._window_s
+
+    def _forget_before(self, start: float) -> None:
+        while self._spans and self._spans[0][1] <= start:
+            self._spans.popleft()
 
 
 async def _within(event: asyncio.Event, seconds: float) -> None:
