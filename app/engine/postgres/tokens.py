@@ -71,6 +71,7 @@ class TokenWriter:
         self._after = 0  # the highest seq the oldest-first walk has passed
         self._made: dict[str, bytes] = {}  # made by reads, stored by the next step
         self._wake = asyncio.Event()
+        self._stepping = asyncio.Lock()  # one step at a time: a catch-up waits for the step under way
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
@@ -110,7 +111,12 @@ class TokenWriter:
 
     async def step(self) -> int:
         """One step: what reads made first, else the next oldest items without token vectors; how many
-        were stored."""
+        were stored. After the step under way, if any: its items are past the walk's place but not yet
+        stored, and a caller that steps until nothing is left must find them stored."""
+        async with self._stepping:
+            return await self._step()
+
+    async def _step(self) -> int:
         model = self._encoder.name
         if self._made:
             made, self._made = self._made, {}

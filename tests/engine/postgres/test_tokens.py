@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import cast
 
 import numpy as np
 import pytest
@@ -250,6 +252,36 @@ async def test_a_writer_stops_when_told_to_the_moment_a_write_wakes_it(
         stopping.cancel()  # should it be waiting still: a second cancel reaches the task
         with contextlib.suppress(asyncio.CancelledError):
             await stopping
+
+
+class SlowLate:
+    """The late encoder, 0.5 s slower a run of stored texts: a step under way long enough to meet."""
+
+    def __init__(self, inner: LateInteraction) -> None:
+        self.inner = inner
+        self.name = inner.name
+
+    def items(self, texts: list[str], **options: bool) -> list[np.ndarray]:
+        time.sleep(0.5)
+        return self.inner.items(texts, **options)
+
+
+async def test_a_catch_up_returns_once_the_step_under_way_has_stored_its_items(
+    late_engine: PostgresEngine, late: LateInteraction
+) -> None:
+    await late_engine.store_many([learning(text) for text in TEXTS])
+    writer = TokenWriter(late_engine.connection, cast(LateInteraction, SlowLate(late)), poll_s=0.05)
+    try:
+        writer.start()
+        for _ in range(250):  # until the background step has taken the items (past them in its walk)
+            if writer._after > 0:
+                break
+            await asyncio.sleep(0.01)
+        assert writer._after > 0 and await token_rows(late_engine) == {}
+        await writer.catch_up()
+        assert len(await token_rows(late_engine)) == len(TEXTS)
+    finally:
+        await writer.stop()
 
 
 class Slow(WrappedEmbedder):
