@@ -46,6 +46,9 @@ RETRY_S = 5.0
 # does not hold the writer back (docs/tuning.md#token-writer-after-writes).
 BUSY_SHARE = 0.5
 BUSY_WINDOW_S = 0.5
+# Moves of the walk kept until the write transactions in progress at each have ended; past this many
+# the oldest two are kept as one (_missing).
+UNSETTLED_MOVES = 1_000
 # How often a waiting step looks again.
 RECHECK_S = 0.05
 # Nor longer than this: under writes that never ease, a step still runs this often.
@@ -69,6 +72,7 @@ class TokenWriter:
         self._longest_wait_s = longest_wait_s
         self._writes = WriteLoad(BUSY_WINDOW_S)
         self._after = 0  # the highest seq the oldest-first walk has passed
+        self._unsettled: deque[tuple[int, int]] = deque()  # (xmax, place before): see _missing
         self._made: dict[str, bytes] = {}  # made by reads, stored by the next step
         self._wake = asyncio.Event()
         self._stepping = asyncio.Lock()  # one step at a time: a catch-up waits for the step under way
@@ -122,14 +126,42 @@ class TokenWriter:
             made, self._made = self._made, {}
             await self._store(list(made), list(made.values()))
             return len(made)
-        async with self._acquire() as connection:
-            rows = await fetch(connection, Statement(MISSING_AFTER, (model, self._after, STEP)))
+        rows = await self._missing(model)
         if not rows:
             return 0
-        self._after = max(self._after, max(row["seq"] for row in rows))
         made_now = await anyio.to_thread.run_sync(self._encoder.items, [own_words(row["text"]) for row in rows])
         await self._store([row["id"] for row in rows], [packed(tokens) for tokens in made_now])
         return len(rows)
+
+    async def _missing(self, model: str) -> list[asyncpg.Record]:
+        """The next oldest items without token vectors, the walk's place moved past them.
+
+        Items take their ``seq`` as they are inserted but are seen once their transaction commits,
+        which may be after a later one's: a walk that passed the later items would never come back
+        for the earlier. So each move past items while write transactions were in progress is kept
+        with the snapshot's ``xmax``; once a snapshot's ``xmin`` reaches it, every one of those has
+        ended, and the walk goes back to where that move started (items done since are skipped by
+        the statement, not made again). A transaction's first item takes its seq a moment before the
+        transaction has an id, in which a snapshot does not count it as in progress; a read that meets
+        such an item makes its token vectors, as for any the writer has not come to."""
+        while True:
+            async with self._acquire() as connection:
+                rows = await fetch(connection, Statement(MISSING_AFTER, (model, self._after, STEP)))
+            xmin, xmax = rows[0]["xmin"], rows[0]["xmax"]
+            rows = [row for row in rows if row["seq"] is not None]
+            back = [start for ended, start in self._unsettled if ended <= xmin]
+            self._unsettled = deque(move for move in self._unsettled if move[0] > xmin)
+            if rows:
+                if xmin < xmax:  # some write transaction was in progress
+                    self._unsettled.append((xmax, self._after))
+                    while len(self._unsettled) > UNSETTLED_MOVES:  # the oldest two as one: back further, later
+                        (_, start), (ended, later) = self._unsettled.popleft(), self._unsettled.popleft()
+                        self._unsettled.appendleft((ended, min(start, later)))
+                self._after = max(self._after, max(row["seq"] for row in rows))
+            if back:
+                self._after = min(self._after, *back)
+            if rows or not back:
+                return rows
 
     async def _store(self, ids: list[str], blobs: list[bytes]) -> None:
         async with self._acquire() as connection:

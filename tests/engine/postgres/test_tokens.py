@@ -12,13 +12,14 @@ from typing import cast
 import numpy as np
 import pytest
 
-from app.contract.requests import FetchRequest, ForgetByIds, Hit
+from app.contract.requests import FetchRequest, ForgetByIds, Hit, StoreManyRequest
 from app.embeddings.late import LateInteraction, maxsim, packed, unpacked
 from app.embeddings.protocol import Embedder
 from app.embeddings.wrapped import WrappedEmbedder
 from app.engine.interaction import rescored
 from app.engine.postgres.engine import PostgresEngine
 from app.engine.postgres.options import EngineOptions, IndexerOptions, LateOptions, PoolOptions
+from app.engine.postgres.rows import item_row
 from app.engine.postgres.tokens import TokenWriter
 from app.settings import Settings
 from tests.engine.postgres.support import learning
@@ -274,6 +275,25 @@ async def test_a_writer_stops_when_told_to_the_moment_a_write_wakes_it(
         stopping.cancel()  # should it be waiting still: a second cancel reaches the task
         with contextlib.suppress(asyncio.CancelledError):
             await stopping
+
+
+async def test_an_item_committed_after_a_later_one_the_walk_passed_still_gets_its_token_vectors(
+    late_engine: PostgresEngine, embedder: Embedder
+) -> None:
+    """Items take their place in the walk as they are inserted and are seen as they commit: the
+    earlier one here commits after the writer has made the later one's and passed it."""
+    writer = late_engine._tokens
+    assert writer is not None
+    (earlier,) = StoreManyRequest.model_construct(items=[learning(TEXTS[0])]).checked(late_engine._limits)
+    row = item_row(earlier, earlier.render_text())
+    (vector,) = await embedder.embed([earlier.render_text()])
+    async with late_engine.connection() as connection, connection.transaction():
+        assert await late_engine._insert(connection, [row], {row.id: vector}, False) == ({row.id}, None)
+        (later,) = await late_engine.store_many([learning(TEXTS[1])])
+        assert await writer.catch_up() == 1  # the later item's: the earlier one is not committed yet
+    assert await writer.catch_up() == 1  # committed now, behind the walk's place
+    assert sorted(await token_rows(late_engine)) == sorted([row.id, later.id])
+    assert await writer.catch_up() == 0
 
 
 class SlowLate:

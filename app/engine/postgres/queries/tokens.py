@@ -9,13 +9,21 @@ import asyncpg
 
 from app.engine.postgres.queries.statement import Statement
 
-# The items after ``seq`` $2 without token vectors of model $1, oldest first, $3 at most.
+# The items after ``seq`` $2 without token vectors of model $1, oldest first, $3 at most, each row
+# with the statement's snapshot bounds (one row of NULL items when none is missing): the write
+# transactions below ``xmax`` not yet ended may hold items behind the walk (TokenWriter._missing).
 MISSING_AFTER = """
-    SELECT i.seq, i.id, i.text FROM engram_items i
-    WHERE i.seq > $2 AND NOT EXISTS (
-        SELECT 1 FROM engram_token_vectors t WHERE t.item_id = i.id AND t.model = $1
-    )
-    ORDER BY i.seq LIMIT $3
+    WITH snapshot AS (SELECT pg_current_snapshot() AS s)
+    SELECT pg_snapshot_xmin(snapshot.s)::text::bigint AS xmin, pg_snapshot_xmax(snapshot.s)::text::bigint AS xmax,
+           m.seq, m.id, m.text
+    FROM snapshot LEFT JOIN LATERAL (
+        SELECT i.seq, i.id, i.text FROM engram_items i
+        WHERE i.seq > $2 AND NOT EXISTS (
+            SELECT 1 FROM engram_token_vectors t WHERE t.item_id = i.id AND t.model = $1
+        )
+        ORDER BY i.seq LIMIT $3
+    ) AS m ON true
+    ORDER BY m.seq
 """
 # Token vectors stored for the items still there: one a forget is deleting is left (SKIP LOCKED),
 # never waited for, and goes with its item.
