@@ -57,6 +57,8 @@ COLBERT_SMALL = LateModel(
 
 # Questions whose token vectors are kept: at most 32 x 384 float16 each, ~24 MB for 1,000.
 REMEMBERED_QUESTIONS = 1_000
+# A stored component is a multiple of its row's scale from -LEVELS to LEVELS (``packed``).
+LEVELS = 7
 # The nice value of the lanes that encode stored texts (the highest: scheduled last).
 LOWEST_PRIORITY = 19
 # BERT's [CLS] and [SEP]; [unused0] and [unused1] are the model's question and item markers.
@@ -155,43 +157,52 @@ def maxsim(question: np.ndarray, items: Sequence[np.ndarray]) -> np.ndarray:
 
 def stored_maxsim(question: np.ndarray, blobs: Sequence[bytes], dimension: int) -> np.ndarray:
     """``maxsim`` over token vectors as ``packed`` stored them, without unpacking each: every item's
-    sign bits taken at once as 0/1 rows ``b``, the products q·(2b - 1) as 2 q·b - sum(q), and each
-    scaled by its row's scale after the one matrix product (the same scores to float32 rounding)."""
+    rows of levels taken at once, and each product scaled by its row's scale after the one matrix
+    product (the same scores to float32 rounding, a fraction of the calls)."""
     if not blobs:
         return np.empty(0, dtype=np.float32)
     width = _row_bytes(dimension)
     counts = [len(blob) // width for blob in blobs]
     scales = np.concatenate([np.frombuffer(blob, np.float32, count) for blob, count in zip(blobs, counts, strict=True)])
     codes = b"".join(memoryview(blob)[4 * count :] for blob, count in zip(blobs, counts, strict=True))
-    bits = np.unpackbits(np.frombuffer(codes, np.uint8).reshape(-1, width - 4), axis=1)[:, :dimension]
-    products = 2 * (question @ bits.T.astype(np.float32)) - question.sum(axis=1, keepdims=True)
+    rows = _levels(np.frombuffer(codes, np.uint8).reshape(-1, width - 4), dimension)
     starts = np.cumsum([0, *counts[:-1]])
-    best = np.maximum.reduceat(products * scales, starts, axis=1)
+    best = np.maximum.reduceat((question @ rows.T) * scales, starts, axis=1)
     return best.sum(axis=0, dtype=np.float32)
 
 
 def packed(tokens: np.ndarray) -> bytes:
-    """An item's token vectors as stored: each row's scale (float32, the mean magnitude of its
-    components: the closest multiple of its signs), then each row's signs, a bit a component. A
-    seventh of int8's bytes, so an item's row stays in the table's own pages, for ~0.008 recall on
-    the dev split (docs/tuning.md#one-bit-token-vectors)."""
+    """An item's token vectors as stored: each row's scale (float32, its largest component over 7),
+    then each row as multiples of its scale from -7 to 7, four bits a component (the level plus 8),
+    two to a byte. A quarter of float16's bytes and the same recall on the dev split; a typical turn's
+    row stays in the table's own pages (docs/tuning.md#four-bit-token-vectors)."""
     rows = np.asarray(tokens, dtype=np.float32)
-    scales = np.abs(rows).mean(axis=1)
-    return scales.astype(np.float32).tobytes() + np.packbits(rows > 0, axis=1).tobytes()
+    scales = np.abs(rows).max(axis=1).clip(1e-8) / LEVELS
+    codes = (np.rint(rows / scales[:, None]).clip(-LEVELS, LEVELS) + 8).astype(np.uint8)
+    if codes.shape[1] % 2:
+        codes = np.pad(codes, ((0, 0), (0, 1)), constant_values=8)
+    return scales.astype(np.float32).tobytes() + (codes[:, 0::2] << 4 | codes[:, 1::2]).tobytes()
 
 
 def unpacked(blob: bytes, dimension: int) -> np.ndarray:
-    """The token vectors ``packed`` wrote, as float32 rows: each component its row's scale, signed."""
+    """The token vectors ``packed`` wrote, as float32 rows."""
     count = len(blob) // _row_bytes(dimension)
     scales = np.frombuffer(blob, dtype=np.float32, count=count)
-    bits = np.unpackbits(np.frombuffer(blob, dtype=np.uint8, offset=4 * count).reshape(count, -1), axis=1)
-    signs = bits[:, :dimension].astype(np.float32) * 2 - 1
-    return signs * scales[:, None]
+    codes = np.frombuffer(blob, dtype=np.uint8, offset=4 * count).reshape(count, -1)
+    return _levels(codes, dimension) * scales[:, None]
+
+
+def _levels(codes: np.ndarray, dimension: int) -> np.ndarray:
+    """Rows of packed bytes as float32 levels from -7 to 7: each byte's high four bits, then its low."""
+    levels = np.empty((codes.shape[0], codes.shape[1] * 2), dtype=np.float32)
+    levels[:, 0::2] = codes >> 4
+    levels[:, 1::2] = codes & 15
+    return levels[:, :dimension] - 8
 
 
 def _row_bytes(dimension: int) -> int:
-    """A stored row's bytes: its float32 scale and its sign bits, padded to a whole byte."""
-    return 4 + (dimension + 7) // 8
+    """A stored row's bytes: its float32 scale and its components, two to a byte."""
+    return 4 + (dimension + 1) // 2
 
 
 def _yielding() -> None:

@@ -1,10 +1,10 @@
-"""Late-interaction token vectors stored as one bit a component with a scale a row
-(app/embeddings/late.py ``packed``): a seventh of int8's bytes, so most items' rows stay in the
+"""Late-interaction token vectors stored as four bits a component with a scale a row
+(app/embeddings/late.py ``packed``): half of int8's bytes, so a typical turn's row stays in the
 table's own pages, read with the row instead of from TOAST.
 
 PostgreSQL moves a row's value out of line once the row passes ``toast_tuple_target`` (~2 KB by
-default); at 8160 bytes, the most a page holds, an item of up to ~155 word pieces keeps its token
-vectors inline. The int8 rows written before cannot be read as bits and are removed; the engine's
+default); at 8160 bytes, the most a page holds, an item of up to ~40 word pieces keeps its token
+vectors inline. The int8 rows written before cannot be read as four bits and are removed; the engine's
 token writer (app/engine/postgres/tokens.py) makes them again in the background, and a read that
 meets an item without them makes its own meanwhile.
 
@@ -26,6 +26,6 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    # The bits cannot be read as int8 either: the writer of that version makes them again.
+    # The four-bit rows cannot be read as int8 either: the writer of that version makes them again.
     op.execute("TRUNCATE engram_token_vectors")
     op.execute("ALTER TABLE engram_token_vectors RESET (toast_tuple_target)")
