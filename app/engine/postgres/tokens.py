@@ -141,9 +141,8 @@ class TokenWriter:
         for the earlier. So each move past items while write transactions were in progress is kept
         with the snapshot's ``xmax``; once a snapshot's ``xmin`` reaches it, every one of those has
         ended, and the walk goes back to where that move started (items done since are skipped by
-        the statement, not made again). A transaction's first item takes its seq a moment before the
-        transaction has an id, in which a snapshot does not count it as in progress; a read that meets
-        such an item makes its token vectors, as for any the writer has not come to."""
+        the statement, not made again). A write has its transaction id before its first item draws a
+        seq (migration 0023), so every snapshot from then on counts it until it ends."""
         while True:
             async with self._acquire() as connection:
                 rows = await fetch(connection, Statement(MISSING_AFTER, (model, self._after, STEP)))

@@ -232,3 +232,31 @@ async def test_an_item_forgotten_while_its_batch_is_embedded_is_stored_with_its_
         assert [hit.id for hit in page.hits] == [first.id]
     finally:
         await engine.close()
+
+
+async def test_a_write_has_its_transaction_id_before_its_first_item_takes_a_seq(pg_engine: PostgresEngine) -> None:
+    """The token writer comes back for items its snapshot saw in progress (tokens.TokenWriter._missing):
+    PostgreSQL gives a transaction its id as it inserts the first row, after that row drew its seq, and
+    a snapshot between the two did not count the write at all. A trigger records, as each row is
+    inserted with its seq drawn, whether its transaction had an id then."""
+    recording = """
+        CREATE TABLE seq_drawn (seq bigint, with_id boolean);
+        CREATE FUNCTION record_seq_drawn() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            INSERT INTO seq_drawn VALUES (NEW.seq, pg_current_xact_id_if_assigned() IS NOT NULL);
+            RETURN NEW;
+        END $$;
+        CREATE TRIGGER seq_drawn BEFORE INSERT ON engram_items FOR EACH ROW EXECUTE FUNCTION record_seq_drawn();
+    """
+    async with pg_engine.connection() as connection:
+        await connection.execute(recording)
+    try:
+        await pg_engine.store(learning("an item written alone"))
+        await pg_engine.store_many([learning(f"an item written in a batch, {n}") for n in range(3)])
+        rows = await pg_engine.run(Statement("SELECT with_id FROM seq_drawn ORDER BY seq"))
+        assert [row["with_id"] for row in rows] == [True] * 4
+    finally:
+        async with pg_engine.connection() as connection:
+            await connection.execute(
+                "DROP TRIGGER seq_drawn ON engram_items; DROP FUNCTION record_seq_drawn(); DROP TABLE seq_drawn"
+            )

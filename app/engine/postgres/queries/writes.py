@@ -30,7 +30,8 @@ class ItemRow(NamedTuple):
     stored_at: datetime | None = None  # None: now; a restore gives the time the item was first stored
 
 
-# A write's steps, in one round trip (migration 0018, ``engram_write_items``): the retention
+# A write's steps, in one round trip (migration 0018, ``engram_write_items``): its transaction id
+# taken before any item draws a seq (migration 0023: the token writer's walk counts it), the retention
 # policies locked shared (a policy change waits for the writes under way, and the writes after it
 # read its policies: queries/retention.py), then one lock per id in one global order (overlapping
 # batches wait for each other instead of deadlocking); an expired copy of an item written again
