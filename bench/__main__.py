@@ -37,8 +37,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--embedder",
         choices=BENCH_EMBEDDERS,
+        action="append",
         help="the encoder of the service and both baselines (ENGRAM_EMBEDDER; default the service's: "
-        f"{default_embedder()}, or {QUICK_EMBEDDER} with --quick)",
+        f"{default_embedder()}, or {QUICK_EMBEDDER} with --quick); repeat for several: each size is measured "
+        "with each, then a static embedder's service and each transformer's are asked in turn",
     )
     parser.add_argument(
         "--quick",
@@ -88,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
 
     sizes = args.n or ([QUICK_N] if args.quick else [10_000, 100_000])
     queries = args.queries or (QUICK_QUERIES if args.quick else 200)
-    embedder = args.embedder or (QUICK_EMBEDDER if args.quick else default_embedder())
+    embedders = list(dict.fromkeys(args.embedder or [QUICK_EMBEDDER if args.quick else default_embedder()]))
     if any(n < 200 for n in sizes) or queries < 20:
         parser.error("--n must be at least 200 and --queries at least 20")
     if args.publish is not None:
@@ -106,7 +108,14 @@ def main(argv: list[str] | None = None) -> int:
     command = ("python -m bench " + shlex.join(sys.argv[1:] if argv is None else argv)).strip()
     path, results = asyncio.run(
         measure_sizes(
-            sorted(sizes), queries, args.seed, embedder, args.out / runs.RUNS, command, quick=args.quick, load=args.load
+            sorted(sizes),
+            queries,
+            args.seed,
+            embedders,
+            args.out / runs.RUNS,
+            command,
+            quick=args.quick,
+            load=args.load,
         )
     )
     say(f"wrote {path}")
@@ -127,41 +136,52 @@ async def measure_sizes(
     sizes: list[int],
     queries: int,
     seed: int,
-    embedder: str,
+    embedders: list[str],
     runs_dir: Path,
     command: str,
     *,
     quick: bool,
     load: str | None = None,
 ) -> tuple[Path, list[dict[str, Any]]]:
-    """Each size measured in turn, its service kept up, its store filled as ``load`` says (loads.load_for);
-    then each size beside the one ten times larger, asked in turn (run.growth_cases), into the larger
-    one's results. The run's one file is written as each size ends, and again with the growth."""
+    """Each size measured with each embedder in turn, its service kept up, its store filled as ``load``
+    says (loads.load_for); then each size beside the one ten times larger, asked in turn
+    (run.growth_cases), into the larger one's results, and at each size a static embedder's service
+    beside each transformer's, asked in turn (run.embedder_cases), into the transformer's. The run's one
+    file is written as each size ends, and again with each comparison."""
     from bench.bulk import imported_run
     from bench.loads import load_for
-    from bench.run import growth_cases, measured_run, say, utc_stamp
+    from bench.report import STATIC_EMBEDDERS
+    from bench.run import embedder_cases, growth_cases, measured_run, say, utc_stamp
 
     started_at = utc_stamp()
-    path = runs_dir / f"{runs.run_name(started_at, sizes, embedder, quick=quick)}.json"
+    path = runs_dir / f"{runs.run_name(started_at, sizes, '-'.join(embedders), quick=quick)}.json"
     results: list[dict[str, Any]] = []
     record = runs.run_record(command, started_at, quick=quick, results=results)
     async with AsyncExitStack() as kept:
         stands = {}
-        by_size = {}
+        measured = {}
         for n in sizes:
-            run = imported_run if load_for(n, load) == "import" else measured_run
-            result, plans, stands[n] = await kept.enter_async_context(run(n, queries, seed, embedder, quick))
-            result["command"] = command
-            result["plans"] = plans
-            results.append(result)
-            by_size[n] = result
-            runs.write_run(path, record)
-            say(f"N={n:,}: wrote {path}")
-        for n, stand in stands.items():
-            if n * 10 in stands:
-                by_size[n * 10]["growth"] = await growth_cases(stand, stands[n * 10], seed)
+            for embedder in embedders:
+                run = imported_run if load_for(n, load) == "import" else measured_run
+                result, plans, stands[n, embedder] = await kept.enter_async_context(
+                    run(n, queries, seed, embedder, quick)
+                )
+                result["command"] = command
+                result["plans"] = plans
+                results.append(result)
+                measured[n, embedder] = result
+                runs.write_run(path, record)
+                say(f"N={n:,}, {embedder}: wrote {path}")
+        for (n, embedder), stand in stands.items():
+            if (n * 10, embedder) in stands:
+                measured[n * 10, embedder]["growth"] = await growth_cases(stand, stands[n * 10, embedder], seed)
                 runs.write_run(path, record)
                 say(f"wrote the growth from {n:,} into {path}")
+            static = next((stands[n, s] for s in STATIC_EMBEDDERS if (n, s) in stands), None)
+            if static is not None and embedder not in STATIC_EMBEDDERS:
+                measured[n, embedder]["in_turn"] = await embedder_cases(static, stand, seed)
+                runs.write_run(path, record)
+                say(f"wrote {static.embedder} beside {embedder} at {n:,} into {path}")
     return path, results
 
 

@@ -132,7 +132,7 @@ async def imported_run(
                         profile = await plans(RawSql(custom, generic, embedder), embedder, queries)
                         clock.lap("plans")
                         ended(result, clock, started, served, database)
-                        yield result, profile, Stand(n, http, corpus, queries)
+                        yield result, profile, Stand(n, http, corpus, queries, embedder_setting)
                     finally:
                         for connection in (*custom, *generic, exact_conn):
                             await connection.close()

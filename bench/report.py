@@ -406,45 +406,47 @@ def encoder_lines(run: dict[str, Any]) -> list[str]:
 def comparison_lines(runs: list[dict[str, Any]]) -> list[str]:
     """At each size measured with a static embedder and a transformer, every fetch p50 of each beside the
     transformer's query encoding: keyword embeds nothing, so it should be unchanged (within the noise);
-    vector and hybrid may cost at most the static embedder's p50 plus encoding the query."""
+    vector and hybrid may cost at most the static embedder's p50 plus encoding the query. Drawn from the
+    two services asked in turn (run.embedder_cases) when the transformer's run has them, else from the
+    two runs' own fetch cases."""
     lines: list[str] = []
     sizes = sorted({r["n"] for r in runs}, reverse=True)
     for n in sizes:
         at = {embedder_of(r)["setting"]: r for r in runs if r["n"] == n}
         before = next((at[s] for s in STATIC_EMBEDDERS if s in at), None)
         for setting, after in at.items():
-            if before is None or setting in STATIC_EMBEDDERS:
+            if setting in STATIC_EMBEDDERS:
                 continue
-            encode = after["embed_query_ms"]["p50"]
+            compared = _in_turn(after) or (_across_runs(before, after) if before is not None else None)
+            if compared is None:
+                continue
+            b, a = compared["static"], setting
+            encode, both = compared["encode"], compared["both"]
             rescored = after.get("late_interaction", {})
-            both = after.get("embed_question_late_ms", {}).get("p50")
             # A mode re-scored by late interaction encodes its question twice at once: its bound counts both.
             encoding = {mode: both if both is not None and rescored.get(mode) else encode for mode in MODES}
-            b, a = embedder_of(before)["setting"], setting
             late_text = (
                 f" With late interaction the re-scored modes ({', '.join(m for m in MODES if rescored.get(m))}) "
                 f"also make the question's token vectors, at once with its vector: {both:.2f} ms p50 for the two, "
-                "measured apart the same way, is their bound's encoding."
+                "measured the same way, is their bound's encoding."
                 if both is not None
                 else ""
             )
             lines += [
                 f"## Embedders compared at N = {n:,}: {b} and {a}",
                 "",
-                f"Engram's fetch p50 in each run beside {a}'s query encoding alone ({encode:.2f} ms p50, "
-                f"{b}'s {before['embed_query_ms']['p50']:.2f} ms). Target: keyword unchanged (within "
-                f"{KEYWORD_NOISE:.2f}×, the shared machine's noise); vector and hybrid at most {b}'s p50 plus "
-                f"{a}'s query encoding.{late_text} Every system remembers the query vectors it made, so of the "
-                "vector and hybrid cases only the first (vector, no filter) encodes its queries; the later ones "
-                "find them remembered, as a client paging through an answer does.",
+                f"{compared['how']} Engram's fetch p50 with each beside {a}'s query encoding alone ({encode:.2f} ms "
+                f"p50). Target: keyword unchanged (within {KEYWORD_NOISE:.2f}×, the shared machine's noise); vector "
+                f"and hybrid at most {b}'s p50 plus {a}'s query encoding.{late_text} Every service remembers the "
+                "query vectors it made, so of the vector and hybrid cases only the first (vector, no filter) "
+                "encodes its queries; the later ones find them remembered, as a client paging through an answer does.",
                 "",
                 f"| case | {b} p50 | {a} p50 | difference | bound | verdict |",
                 "| --- | ---: | ---: | ---: | ---: | --- |",
             ]
             for mode in MODES:
                 for variant in VARIANTS:
-                    case = f"{mode}/{variant}"
-                    old, new = before["engram"]["fetch"][case]["p50"], after["engram"]["fetch"][case]["p50"]
+                    old, new = compared["p50"][f"{mode}/{variant}"]
                     bound = old * KEYWORD_NOISE if mode == "keyword" else old + encoding[mode]
                     lines.append(
                         f"| {mode}, {VARIANT_TEXT[variant]} | {old:.2f} | {new:.2f} | {new - old:+.2f} | "
@@ -461,10 +463,40 @@ def comparison_lines(runs: list[dict[str, Any]]) -> list[str]:
                 ("langgraph", "LangGraph"),
                 ("encoder", "the encoder alone (texts/s)"),
             ):
-                cells = [r.get(name, {}).get("ingest", {}).get("rate") for r in (before, after)]
+                cells = [r.get(name, {}).get("ingest", {}).get("rate") if r else None for r in (at.get(b), after)]
                 lines.append(f"| {label} | " + " | ".join("–" if c is None else f"{c:.0f}" for c in cells) + " |")
             lines.append("")
     return lines
+
+
+def _in_turn(after: dict[str, Any]) -> dict[str, Any] | None:
+    """The comparison as the two services answered it in turn (run.embedder_cases), or None."""
+    cases = after.get("in_turn")
+    if not cases:
+        return None
+    b, a = cases["with"], embedder_of(after)["setting"]
+    return {
+        "static": b,
+        "how": f"Both services up at once and asked in turn, ten calls at a time, {cases['questions']} questions "
+        f"new to both (started {cases['started_at']}); the encoding timed in the same turns of the first vector case.",
+        "p50": {case: (m[b]["p50"], m[a]["p50"]) for case, m in cases["fetch"].items()},
+        "encode": cases["encoding"]["p50"],
+        "both": cases["encoding_late"]["p50"] if "encoding_late" in cases else None,
+    }
+
+
+def _across_runs(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    """The comparison drawn from each run's own fetch cases, measured minutes apart."""
+    cases = [f"{mode}/{variant}" for mode in MODES for variant in VARIANTS]
+    return {
+        "static": embedder_of(before)["setting"],
+        "how": "Each embedder's own run, minutes apart (the machine's pace moves between them).",
+        "p50": {
+            case: (before["engram"]["fetch"][case]["p50"], after["engram"]["fetch"][case]["p50"]) for case in cases
+        },
+        "encode": after["embed_query_ms"]["p50"],
+        "both": after.get("embed_question_late_ms", {}).get("p50"),
+    }
 
 
 def growth_ratios(run: dict[str, Any]) -> dict[str, float]:

@@ -627,12 +627,17 @@ def ended(result: dict[str, Any], clock: Clock, started: float, served: Served, 
 
 @dataclass(frozen=True)
 class Stand:
-    """A measured run's service, still live: the growth cases ask it and a larger one in turn."""
+    """A measured run's service, still live: the growth cases ask it and a larger one in turn, the
+    embedder cases a static embedder's and a transformer's at one size."""
 
     n: int
     http: EngramHttp
     corpus: list[CorpusItem]
     queries: QuerySet
+    embedder: str
+    """Its ENGRAM_EMBEDDER."""
+    rescored: Mapping[str, bool] = field(default_factory=dict)
+    """Which modes' first hits it re-scores by late interaction (its result's ``late_interaction``)."""
 
 
 def drawn(n: int, query_count: int, seed: int) -> tuple[list[CorpusItem], QuerySet, random.Random]:
@@ -824,7 +829,11 @@ async def measured_run(
                         clock.lap("plans")
                         # The server holds LangGraph's database too: its memory is all three systems'.
                         ended(result, clock, started, served, database)
-                        yield result, profile, Stand(n, http, corpus, queries)
+                        yield (
+                            result,
+                            profile,
+                            Stand(n, http, corpus, queries, embedder_setting, result["late_interaction"]),
+                        )
                     finally:
                         await raw_conn.close()
                         await raw_second.close()
@@ -876,4 +885,62 @@ async def growth_cases(small: Stand, large: Stand, seed: int) -> dict[str, Any]:
     calls = {k: await operation_calls(s.http, s.corpus, queries, rng) for k, s in stands.items()}
     for operation in calls[str(small.n)]:
         await paired(operation, {k: calls[k][operation] for k in stands})
+    return out
+
+
+async def embedder_cases(static: Stand, transformer: Stand, seed: int) -> dict[str, Any]:
+    """Every fetch case asked of a static embedder's service and a transformer's at one size, in turn ten
+    calls at a time (``measure_in_blocks``), with questions neither has seen; beside them, the
+    transformer's encoding of each question alone, in the same turns.
+
+    Two runs minutes apart differ by more than the comparison's margins (keyword, which embeds nothing,
+    read 2.97 ms in one run and 3.50 in the next). The questions are new to both services, so the first
+    vector case encodes each of them as a question never asked does; the cases after find them remembered.
+    """
+    if static.n != transformer.n:
+        raise ValueError("the embedder cases compare two services at one size")
+    asked = set(static.queries.questions) | set(transformer.queries.questions)
+    drawn_queries = build_queries(len(transformer.queries.questions) * 2, seed + 400)
+    drawn_triples = zip(drawn_queries.questions, drawn_queries.tags, drawn_queries.subtrees, strict=True)
+    fresh = [
+        (q, t, s)
+        for i, (q, t, s) in enumerate(drawn_triples)
+        if q not in asked and q not in drawn_queries.questions[:i]
+    ][: len(transformer.queries.questions)]
+    say(f"embedders: {static.embedder} and {transformer.embedder} at N={static.n:,} asked in turn")
+    out: dict[str, Any] = {"with": static.embedder, "started_at": utc_stamp(), "block": 10, "questions": len(fresh)}
+    stands = {static.embedder: static, transformer.embedder: transformer}
+    # The encoder as each case's bound counts it, on instances that remember nothing (``inner``).
+    wrapped = build_embedder(Settings(embedder=transformer.embedder))
+    encoder: Embedder = getattr(wrapped, "inner", wrapped)
+    late = await asyncio.to_thread(LateInteraction) if any(transformer.rescored.values()) else None
+    encodings: dict[str, list[Callable[[], Awaitable[Any]]]] = {
+        "encoding": [lambda q=q: encoder.embed_queries([q]) for q, _, _ in fresh]
+    }
+    if late is not None:
+        encodings["encoding_late"] = question_calls(encoder, late, [q for q, _, _ in fresh])
+    try:
+        for mode in MODES:
+            for variant in VARIANTS:
+                case = f"{mode}/{variant}"
+                pairs = [(q, wire_filter(variant, t, s)) for q, t, s in fresh]
+                calls = {
+                    name: [lambda q=q, f=f, h=stand.http, m=mode: h.fetch(q, m, f, PAGE) for q, f in pairs]
+                    for name, stand in stands.items()
+                }
+                # The encodings take their turns beside the one case that encodes its questions.
+                if case == "vector/none":
+                    calls |= encodings
+                progress = bar(sum(len(c) for c in calls.values()), f"embedders {case} ({', '.join(calls)} in turn)")
+                try:
+                    measured = await measure_in_blocks({k: [ticking(c, progress) for c in v] for k, v in calls.items()})
+                finally:
+                    progress.close()
+                for name in encodings:
+                    if name in measured:
+                        out[name] = measured.pop(name)
+                out.setdefault("fetch", {})[case] = measured
+                say(f"embedders {case}: p50 " + " / ".join(f"{k} {m['p50']:.2f}" for k, m in measured.items()) + " ms")
+    finally:
+        await wrapped.aclose()
     return out

@@ -197,7 +197,7 @@ async def test_a_size_ingested_and_one_ten_times_larger_imported_are_asked_in_tu
 
     monkeypatch.setattr(loads, "IMPORT_FROM", 2_000)
     with scratch("bench-growth") as out:
-        _, results = await measure_sizes([200, 2_000], 20, 7, "wordllama", out / "runs", "test", quick=True)
+        _, results = await measure_sizes([200, 2_000], 20, 7, ["wordllama"], out / "runs", "test", quick=True)
     small, large = results
     assert "load" not in small and {"raw", "langgraph"} <= set(small)
     assert large["load"] == "import" and "raw" not in large

@@ -31,7 +31,7 @@ from bench.report import (
     machine_text,
     targets,
 )
-from bench.run import EncoderAlone, as_the_service_embeds
+from bench.run import MODES, VARIANTS, EncoderAlone, as_the_service_embeds
 from bench.truth import recall_at_10
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
@@ -161,6 +161,32 @@ def test_a_mode_re_scored_by_late_interaction_is_bound_by_both_encodings_of_its_
     assert "| vector, no filter | 2.00 | 7.00 | +5.00 | 6.00 | **missed** |" in lines  # its question: one encoding
     assert "| hybrid, no filter | 2.00 | 7.00 | +5.00 | 8.00 | met |" in lines  # both, made at once
     assert any("6.00 ms p50 for the two" in line for line in lines)
+
+
+def test_embedders_asked_in_turn_are_compared_on_those_turns_not_on_their_runs() -> None:
+    rates = {"engram": 1.0, "raw": 1.0, "langgraph": 1.0, "encoder": 1.0}
+    before = run_with("wordllama", 10_000, rates, 2.0, 0.05)
+    after = run_with("bge-small", 10_000, rates, 9.0, 4.0)  # its own run: slower by the machine's pace
+    after["late_interaction"] = {"hybrid": True, "vector": True}
+    cases = {f"{m}/{v}": {"wordllama": figures(3.0), "bge-small": figures(3.3)} for m in MODES for v in VARIANTS}
+    cases["vector/none"] = {"wordllama": figures(3.0), "bge-small": figures(9.5)}
+    after["in_turn"] = {
+        "with": "wordllama",
+        "started_at": "2026-12-07T17:00:00Z",
+        "block": 10,
+        "questions": 200,
+        "fetch": cases,
+        "encoding": figures(5.0),
+        "encoding_late": figures(6.0),
+    }
+    lines = comparison_lines([before, after])
+    assert lines[0] == "## Embedders compared at N = 10,000: wordllama and bge-small"
+    assert any("asked in turn" in line and "200 questions new to both" in line for line in lines)
+    assert "| keyword, tag filter | 3.00 | 3.30 | +0.30 | 3.45 | met |" in lines
+    assert "| vector, no filter | 3.00 | 9.50 | +6.50 | 9.00 | **missed** |" in lines  # both encodings: 3 + 6
+    assert "| hybrid, no filter | 3.00 | 3.30 | +0.30 | 9.00 | met |" in lines
+    # Drawn from the turns even without the static embedder's own run at this size.
+    assert comparison_lines([after])[:1] == lines[:1]
 
 
 def test_the_service_embeds_a_conversation_after_the_items_before_it_in_its_thread() -> None:
