@@ -862,12 +862,7 @@ async def growth_cases(small: Stand, large: Stand, seed: int) -> dict[str, Any]:
     stands = {str(small.n): small, str(large.n): large}
 
     async def paired(name: str, calls: dict[str, list[Callable[[], Awaitable[Any]]]]) -> None:
-        progress = bar(sum(len(c) for c in calls.values()), f"growth {name} ({', '.join(calls)} in turn)")
-        try:
-            measured = await measure_in_blocks({k: [ticking(c, progress) for c in v] for k, v in calls.items()})
-        finally:
-            progress.close()
-        out[name] = measured
+        measured = out[name] = await asked_in_turn(f"growth {name}", calls)
         say(f"growth {name}: p50 " + " -> ".join(f"{m['p50']:.2f}" for m in measured.values()) + " ms")
 
     for mode in MODES:
@@ -888,6 +883,17 @@ async def growth_cases(small: Stand, large: Stand, seed: int) -> dict[str, Any]:
     return out
 
 
+async def asked_in_turn(
+    label: str, calls: dict[str, list[Callable[[], Awaitable[Any]]]]
+) -> dict[str, dict[str, float]]:
+    """Each system's calls in turn, ten at a time (``measure_in_blocks``), behind one progress bar."""
+    progress = bar(sum(len(c) for c in calls.values()), f"{label} ({', '.join(calls)} in turn)")
+    try:
+        return await measure_in_blocks({k: [ticking(c, progress) for c in v] for k, v in calls.items()})
+    finally:
+        progress.close()
+
+
 async def embedder_cases(static: Stand, transformer: Stand, seed: int) -> dict[str, Any]:
     """Every fetch case asked of a static embedder's service and a transformer's at one size, in turn ten
     calls at a time (``measure_in_blocks``), with questions neither has seen; beside them, the
@@ -901,12 +907,11 @@ async def embedder_cases(static: Stand, transformer: Stand, seed: int) -> dict[s
         raise ValueError("the embedder cases compare two services at one size")
     asked = set(static.queries.questions) | set(transformer.queries.questions)
     drawn_queries = build_queries(len(transformer.queries.questions) * 2, seed + 400)
-    drawn_triples = zip(drawn_queries.questions, drawn_queries.tags, drawn_queries.subtrees, strict=True)
-    fresh = [
-        (q, t, s)
-        for i, (q, t, s) in enumerate(drawn_triples)
-        if q not in asked and q not in drawn_queries.questions[:i]
-    ][: len(transformer.queries.questions)]
+    fresh: list[tuple[str, str, str]] = []
+    for q, t, s in zip(drawn_queries.questions, drawn_queries.tags, drawn_queries.subtrees, strict=True):
+        if q not in asked and len(fresh) < len(transformer.queries.questions):
+            asked.add(q)
+            fresh.append((q, t, s))
     say(f"embedders: {static.embedder} and {transformer.embedder} at N={static.n:,} asked in turn")
     out: dict[str, Any] = {"with": static.embedder, "started_at": utc_stamp(), "block": 10, "questions": len(fresh)}
     stands = {static.embedder: static, transformer.embedder: transformer}
@@ -931,11 +936,7 @@ async def embedder_cases(static: Stand, transformer: Stand, seed: int) -> dict[s
                 # The encodings take their turns beside the one case that encodes its questions.
                 if case == "vector/none":
                     calls |= encodings
-                progress = bar(sum(len(c) for c in calls.values()), f"embedders {case} ({', '.join(calls)} in turn)")
-                try:
-                    measured = await measure_in_blocks({k: [ticking(c, progress) for c in v] for k, v in calls.items()})
-                finally:
-                    progress.close()
+                measured = await asked_in_turn(f"embedders {case}", calls)
                 for name in encodings:
                     if name in measured:
                         out[name] = measured.pop(name)
