@@ -92,7 +92,7 @@ class Settings(BaseSettings):
     reranker: Literal["none", "cross-encoder"] = "none"
     rerank_depth: int = Field(default=20, ge=2, le=100)
     # Late interaction (docs/search-quality.md#late-interaction): token vectors made for each item after its
-    # write, and hybrid's (and recall's) first 20 hits re-scored by them. `auto`: on with bge-small, the
+    # write, and hybrid's (and recall's) first 30 hits re-scored by them. `auto`: on with bge-small, the
     # encoder its weights were chosen with; off with the others (wordllama is chosen for speed).
     late_interaction: bool | Literal["auto"] = "auto"
     # Vector fetches re-scored too (the index's first 30 by cosine): with late interaction on, vector mode

@@ -59,6 +59,19 @@ def _ms(stats: dict[str, Any] | None, key: str = "p50") -> str:
     return f"{stats[key]:.2f}" if stats and key in stats else "–"
 
 
+# How many hybrid hits late interaction re-scored in the runs made before a run recorded it.
+UNRECORDED_HYBRID_DEPTH = 20
+
+
+def rescoring_text(run: dict[str, Any]) -> str:
+    """What a run with late interaction on re-scored, as its fetch table's preface says it."""
+    depth = run.get("late_depths", {}).get("hybrid", UNRECORDED_HYBRID_DEPTH)
+    return (
+        f"Late interaction on (the service's default with bge-small): Engram re-scores hybrid's first {depth} hits "
+        "by MaxSim over stored token vectors; raw SQL and LangGraph do not."
+    )
+
+
 def rescored_modes(run: dict[str, Any]) -> set[str]:
     """The fetch modes whose first hits Engram re-scored by late interaction in ``run``."""
     late = run.get("late_interaction")
@@ -778,11 +791,7 @@ def fetch_lines(run: dict[str, Any], runs: list[dict[str, Any]]) -> list[str]:
     ]
     late = rescored_modes(run)
     if late:
-        lines += [
-            "",
-            "Late interaction on (the service's default with bge-small): Engram re-scores hybrid's first 20 hits "
-            "by MaxSim over stored token vectors; raw SQL and LangGraph do not.",
-        ]
+        lines += ["", rescoring_text(run)]
     if "vector" in late:
         lines[-1] += (
             " Its vector fetches re-score the index's first hits too (ENGRAM_LATE_INTERACTION_VECTOR): Engram's "

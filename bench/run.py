@@ -679,6 +679,8 @@ async def measured_run(
     late = service.late_interaction_on
     # Which modes' first hits the service re-scores by late interaction (app/engine/interaction.py).
     result["late_interaction"] = {"hybrid": late, "vector": late and service.engine_options.late.vector}
+    depths = service.engine_options.late
+    result["late_depths"] = {"hybrid": depths.hybrid_depth, "vector": depths.vector_depth}
     result["vector_backlog_limit"] = rawsql.BACKLOG_LIMIT
     result["vector_indexers"] = rawsql.INDEXERS
     result["raw_shares_database"] = True

@@ -29,6 +29,7 @@ from bench.report import (
     growth_lines,
     growth_ratios,
     machine_text,
+    rescoring_text,
     targets,
 )
 from bench.run import MODES, VARIANTS, EncoderAlone, as_the_service_embeds
@@ -161,6 +162,14 @@ def test_a_mode_re_scored_by_late_interaction_is_bound_by_both_encodings_of_its_
     assert "| vector, no filter | 2.00 | 7.00 | +5.00 | 6.00 | **missed** |" in lines  # its question: one encoding
     assert "| hybrid, no filter | 2.00 | 7.00 | +5.00 | 8.00 | met |" in lines  # both, made at once
     assert any("6.00 ms p50 for the two" in line for line in lines)
+
+
+def test_a_run_says_how_many_hybrid_hits_it_re_scored_and_an_older_run_the_twenty_it_did() -> None:
+    run = run_with("bge-small", 10_000, {"engram": 1.0}, 7.0, 4.0)
+    run["late_interaction"] = {"hybrid": True, "vector": True}
+    assert "hybrid's first 20 hits" in rescoring_text(run)  # recorded by no run before the depth was 30
+    run["late_depths"] = {"hybrid": 30, "vector": 30}
+    assert "hybrid's first 30 hits" in rescoring_text(run)
 
 
 def test_embedders_asked_in_turn_are_compared_on_those_turns_not_on_their_runs() -> None:

@@ -169,8 +169,10 @@ class LateOptions:
     """How many of the vector ranking's first hits are re-scored."""
     vector_weight: float = 0.7  # docs/tuning.md#vector-re-scoring
     """MaxSim's share of a re-scored vector hit's score; its cosine's is the rest."""
-    hybrid_depth: int = 20  # docs/tuning.md#late-interaction
-    hybrid_weight: float = 0.5  # docs/tuning.md#late-interaction
+    hybrid_depth: int = 30  # docs/tuning.md#hybrid-re-scoring
+    """How many of the fused ranking's first hits are re-scored."""
+    hybrid_weight: float = 0.5  # docs/tuning.md#hybrid-re-scoring
+    """MaxSim's share of a re-scored hybrid hit's score; its fused score's is the rest."""
 
 
 @dataclass(frozen=True)
