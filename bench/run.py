@@ -896,6 +896,18 @@ async def asked_in_turn(
         progress.close()
 
 
+def new_questions(drawn: QuerySet, asked: set[str], count: int) -> list[tuple[str, str, str]]:
+    """Up to ``count`` of the drawn questions, each with its tag and subtree, none of them in ``asked``
+    and none twice: questions a service meets for the first time, as it meets a question never asked."""
+    seen = set(asked)
+    fresh: list[tuple[str, str, str]] = []
+    for q, t, s in zip(drawn.questions, drawn.tags, drawn.subtrees, strict=True):
+        if q not in seen and len(fresh) < count:
+            seen.add(q)
+            fresh.append((q, t, s))
+    return fresh
+
+
 async def embedder_cases(static: Stand, transformer: Stand, seed: int) -> dict[str, Any]:
     """Every fetch case asked of a static embedder's service and a transformer's at one size, in turn ten
     calls at a time (``measure_in_blocks``), with questions neither has seen; beside them, the
@@ -907,13 +919,9 @@ async def embedder_cases(static: Stand, transformer: Stand, seed: int) -> dict[s
     """
     if static.n != transformer.n:
         raise ValueError("the embedder cases compare two services at one size")
+    count = len(transformer.queries.questions)
     asked = set(static.queries.questions) | set(transformer.queries.questions)
-    drawn_queries = build_queries(len(transformer.queries.questions) * 2, seed + 400)
-    fresh: list[tuple[str, str, str]] = []
-    for q, t, s in zip(drawn_queries.questions, drawn_queries.tags, drawn_queries.subtrees, strict=True):
-        if q not in asked and len(fresh) < len(transformer.queries.questions):
-            asked.add(q)
-            fresh.append((q, t, s))
+    fresh = new_questions(build_queries(count * 2, seed + 400), asked, count)
     say(f"embedders: {static.embedder} and {transformer.embedder} at N={static.n:,} asked in turn")
     out: dict[str, Any] = {"with": static.embedder, "started_at": utc_stamp(), "block": 10, "questions": len(fresh)}
     stands = {static.embedder: static, transformer.embedder: transformer}

@@ -4,10 +4,10 @@ import pytest
 from app.embeddings.late import LateInteraction
 from app.embeddings.protocol import Embedder
 from app.engine.postgres.schema import driver_url
-from bench.corpus import CorpusItem, build_corpus
+from bench.corpus import CorpusItem, QuerySet, build_corpus
 from bench.cpu import CpuClock, postmaster_pid
 from bench.report import comparison_lines
-from bench.run import MODES, VARIANTS, Ingesting, ingest, question_calls
+from bench.run import MODES, VARIANTS, Ingesting, ingest, new_questions, question_calls
 from tests.support.cpu import spend_cpu
 from tests.support.scratch import scratch
 
@@ -21,6 +21,17 @@ async def test_a_question_is_encoded_as_a_late_interaction_service_encodes_it(em
     for call in calls:
         assert await call() is None
     assert all(late.remembered(q) is not None for q in questions)  # each call made its token vectors
+
+
+def test_the_questions_asked_in_turn_are_new_to_both_services_and_each_asked_once() -> None:
+    drawn = QuerySet(
+        questions=["asked before", "fresh one", "fresh one", "fresh two", "fresh three"],
+        tags=["t0", "t1", "t2", "t3", "t4"],
+        subtrees=["s0", "s1", "s2", "s3", "s4"],
+    )
+    assert new_questions(drawn, {"asked before"}, 2) == [("fresh one", "t1", "s1"), ("fresh two", "t3", "s3")]
+    every = new_questions(drawn, set(), 9)
+    assert [q for q, _, _ in every] == ["asked before", "fresh one", "fresh two", "fresh three"]
 
 
 class Busy:
@@ -72,9 +83,9 @@ async def test_a_static_embedders_service_and_a_transformers_are_asked_in_turn_w
     assert cases["with"] == "wordllama" and cases["questions"] == 20
     assert set(cases["fetch"]) == {f"{m}/{v}" for m in MODES for v in VARIANTS}
     assert all(set(figures) == {"wordllama", "bge-small"} for figures in cases["fetch"].values())
-    # Both encodings in the same turns; the pair at once costs more than the vector alone.
-    assert cases["encoding_late"]["p50"] > cases["encoding"]["p50"] > 0
-    # New questions: the transformer's first vector case encodes each, so it costs more than its later ones.
-    fetch = cases["fetch"]
-    assert fetch["vector/none"]["bge-small"]["p50"] > fetch["vector/tag"]["bge-small"]["p50"]
+    # Both encodings timed on every question, in the same turns as the case that encodes them. Which costs
+    # more is for the run to report, not a test to assert: two timings on a shared machine can swap.
+    assert cases["encoding"]["count"] == cases["encoding_late"]["count"] == 20
+    assert cases["encoding"]["p50"] > 0 and cases["encoding_late"]["p50"] > 0
+    assert all(f["count"] == 20 for figures in cases["fetch"].values() for f in figures.values())
     assert comparison_lines(results)[0] == "## Embedders compared at N = 200: wordllama and bge-small"
