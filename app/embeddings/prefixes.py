@@ -1,8 +1,9 @@
 """Instruction prefixes by model family, shared by every encoder.
 
 Retrieval models such as bge, e5 or nomic were trained with a prefix before a query (and some before a
-document); without it they rank worse. The same model served locally (onnx.py) or behind an endpoint
-(openai.py) needs the same prefixes, so they are listed here once.
+document); without it they rank worse (bge-small's, measured: docs/tuning.md#thread-context). The same
+model served locally (onnx.py) or behind an endpoint (openai.py) needs the same prefixes, so they are
+listed here once.
 """
 
 from __future__ import annotations
